@@ -1,0 +1,43 @@
+# Lorem News. `make run` builds, migrates, seeds (when empty) and serves on
+# http://127.0.0.1:3000; `make test` runs every test. See README.md.
+
+# SQLite's recommended compile-time options (https://sqlite.org/compile.html),
+# minus the ones go-sqlite3 cannot use: THREADSAFE=0 (the driver refuses a
+# single-threaded library; we open connections with _mutex=no instead, the
+# runtime equivalent for database/sql's one-goroutine-per-connection use),
+# OMIT_DECLTYPE (the driver reads declared types to return time.Time) and
+# OMIT_AUTOINIT. Confirm with: bin/loremnews version (PRAGMA compile_options).
+SQLITE_CFLAGS := -DSQLITE_DQS=0 -DSQLITE_DEFAULT_MEMSTATUS=0 -DSQLITE_DEFAULT_WAL_SYNCHRONOUS=1 \
+	-DSQLITE_LIKE_DOESNT_MATCH_BLOBS -DSQLITE_MAX_EXPR_DEPTH=0 -DSQLITE_OMIT_DEPRECATED \
+	-DSQLITE_OMIT_PROGRESS_CALLBACK -DSQLITE_OMIT_SHARED_CACHE -DSQLITE_USE_ALLOCA -DSQLITE_STRICT_SUBTYPE=1
+export CGO_ENABLED := 1
+export CGO_CFLAGS := -O2 $(SQLITE_CFLAGS)
+
+GO ?= go
+DB ?= storage/loremnews.sqlite3
+ADDR ?= 127.0.0.1:3000
+
+.PHONY: build build-plain run test test-deps lint bench clean
+
+build:
+	$(GO) build -o bin/loremnews ./cmd/loremnews
+
+# The same binary without the compile-time options, for the experiment.
+build-plain:
+	CGO_CFLAGS=-O2 $(GO) build -o bin/loremnews-plain ./cmd/loremnews
+
+run: build
+	bin/loremnews serve --db $(DB) --addr $(ADDR) --seed-if-empty --benchmarking
+
+test-deps:
+	scripts/install-test-deps
+
+lint:
+	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above"; exit 1)
+	$(GO) vet ./...
+
+test: test-deps lint
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/loremnews/loremnews/seed"
+	"github.com/loremnews/loremnews/sqlite"
+)
+
+// dbFlags are the database flags every command that opens it shares.
+type dbFlags struct {
+	dsn           string
+	profile       string
+	readConns     int
+	writerTimeout time.Duration
+}
+
+const defaultDB = "storage/loremnews.sqlite3"
+
+func (d *dbFlags) register(fs *flagSet) {
+	fs.StringVar(&d.dsn, "db", defaultDB, "SQLite file path or URI; pragmas ride along as file:PATH?_pragma=cache_size(-16000)")
+	fs.twin("db", "LOREM_DB")
+	fs.StringVar(&d.profile, "profile", string(sqlite.ProfileSplit), "connection setup: "+strings.Join(sqlite.ProfileNames(), ", "))
+	fs.twin("profile", "LOREM_PROFILE")
+	fs.IntVar(&d.readConns, "read-conns", 0, "size of the read pool (shared pool in single-pool profiles); 0 = max(4, 2×GOMAXPROCS)")
+	fs.twin("read-conns", "LOREM_READ_CONNS")
+	fs.DurationVar(&d.writerTimeout, "writer-timeout", 5*time.Second, "longest a write waits for its turn and SQLite's lock before answering 503")
+	fs.twin("writer-timeout", "LOREM_WRITER_TIMEOUT")
+}
+
+func (d *dbFlags) validate(fs *flagSet) error {
+	switch {
+	case !sqlite.ValidProfile(d.profile):
+		return &usageError{msg: fmt.Sprintf("unknown --profile %q (want one of %s)", d.profile, strings.Join(sqlite.ProfileNames(), ", ")), usage: fs.usage}
+	case d.readConns < 0:
+		return &usageError{msg: "--read-conns must be 0 (auto) or more", usage: fs.usage}
+	case d.writerTimeout <= 0:
+		return &usageError{msg: "--writer-timeout must be positive", usage: fs.usage}
+	case strings.HasPrefix(d.dsn, "postgres://") || strings.HasPrefix(d.dsn, "postgresql://"):
+		return &usageError{msg: "PostgreSQL URLs are not supported yet; --db takes a SQLite file path", usage: fs.usage}
+	case d.dsn == "":
+		return &usageError{msg: "--db must not be empty", usage: fs.usage}
+	}
+	return nil
+}
+
+func (d *dbFlags) open(ctx context.Context) (*sqlite.DB, error) {
+	return sqlite.Open(ctx, sqlite.Config{
+		DSN:           d.dsn,
+		Profile:       sqlite.Profile(d.profile),
+		ReadConns:     d.readConns,
+		WriterTimeout: d.writerTimeout,
+	})
+}
+
+// seedFlags size the demo data set.
+type seedFlags struct {
+	seed       uint64
+	users      int
+	posts      int
+	bcryptCost int
+}
+
+func (s *seedFlags) register(fs *flagSet) {
+	fs.Uint64Var(&s.seed, "seed", 1, "random seed: the same seed always builds the same data")
+	fs.twin("seed", "LOREM_SEED")
+	fs.IntVar(&s.users, "users", 100, "number of users")
+	fs.twin("users", "LOREM_SEED_USERS")
+	fs.IntVar(&s.posts, "posts", 1000, "number of posts (each gets 5–15 comments)")
+	fs.twin("posts", "LOREM_SEED_POSTS")
+}
+
+func (s *seedFlags) validate(fs *flagSet) error {
+	if s.users < 1 || s.posts < 0 {
+		return &usageError{msg: "--users must be at least 1 and --posts at least 0", usage: fs.usage}
+	}
+	return nil
+}
+
+// load generates the data set and loads it, returning its sizes.
+func (s *seedFlags) load(ctx context.Context, db *sqlite.DB, bcryptCost int) (*seed.Dataset, error) {
+	ds, err := seed.Generate(seed.Config{Users: s.users, Posts: s.posts, Seed: s.seed, BcryptCost: bcryptCost})
+	if err != nil {
+		return nil, err
+	}
+	if err := db.LoadDataset(ctx, ds.Users, ds.Posts, ds.Comments); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}

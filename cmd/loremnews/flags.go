@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// flagSet is a flag.FlagSet whose flags may have environment-variable
+// twins: a flag not given on the command line takes its twin's value.
+type flagSet struct {
+	*flag.FlagSet
+	env   map[string]string // flag name → environment variable
+	usage string
+}
+
+func newFlagSet(name, usage, about string, stdout io.Writer) *flagSet {
+	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), env: map[string]string{}, usage: usage}
+	fs.SetOutput(io.Discard) // errors are reported once, by exitCode
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "%s\n\nusage: %s\n\nflags (each also read from the environment variable shown):\n", about, usage)
+		fs.VisitAll(func(f *flag.Flag) {
+			env := ""
+			if e, ok := fs.env[f.Name]; ok {
+				env = " [$" + e + "]"
+			}
+			def := ""
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+				def = fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+			fmt.Fprintf(stdout, "  --%s%s\n      %s%s\n", f.Name, env, f.Usage, def)
+		})
+	}
+	return fs
+}
+
+// twin records the environment variable of a flag.
+func (fs *flagSet) twin(flagName, envName string) { fs.env[flagName] = envName }
+
+// parse parses args, then applies environment twins of flags not given.
+// Any mistake is a usageError naming the flag or variable.
+func (fs *flagSet) parse(args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return err
+		}
+		return &usageError{msg: err.Error(), usage: fs.usage}
+	}
+	if fs.NArg() > 0 {
+		return &usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), usage: fs.usage}
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name, env := range fs.env {
+		v, ok := os.LookupEnv(env)
+		if !ok || given[name] || strings.TrimSpace(v) == "" {
+			continue
+		}
+		if err := fs.Set(name, v); err != nil {
+			return &usageError{msg: fmt.Sprintf("invalid value %q in $%s: %v", v, env, err), usage: fs.usage}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+// Command loremnews is Lorem News in one binary: the site (serve), its
+// database tools (seed, migrate) and facts about the build (version).
+//
+// main only wires the process to run, which tests call directly.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode prints err and picks the exit status: 2 for a usage error (bad
+// command, flag or value), 1 for a failure, 0 for success or --help.
+func exitCode(err error, stderr io.Writer) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "loremnews: %s\n", ue.msg)
+		if ue.usage != "" {
+			fmt.Fprintf(stderr, "usage: %s\n", ue.usage)
+		}
+		return 2
+	default:
+		fmt.Fprintf(stderr, "loremnews: %v\n", err)
+		return 1
+	}
+}
+
+// usageError is a mistake in how the command was called.
+type usageError struct{ msg, usage string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// command is one subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{
+	"serve":   {"serve the site (creating, migrating and optionally seeding the database)", runServe},
+	"seed":    {"replace the database's data with the demo data set", runSeed},
+	"migrate": {"apply the embedded schema migrations", runMigrate},
+	"version": {"print the Go and SQLite versions and SQLite's compile-time options", runVersion},
+}
+
+const mainUsage = "loremnews <command> [flags]   (loremnews <command> --help for a command's flags)"
+
+// run is the whole program: it parses args and runs one subcommand until it
+// finishes or ctx is cancelled (SIGINT/SIGTERM).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printMainHelp(stdout)
+		if len(args) == 0 {
+			return &usageError{msg: "no command given", usage: mainUsage}
+		}
+		return nil
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		return &usageError{msg: fmt.Sprintf("unknown command %q (commands: %s)", args[0], strings.Join(commandNames(), ", ")), usage: mainUsage}
+	}
+	return cmd.run(ctx, args[1:], stdout, stderr)
+}
+
+func commandNames() []string {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func printMainHelp(w io.Writer) {
+	fmt.Fprintf(w, "Lorem News: a Hacker-News-style site on embedded SQLite, and the tools to load-test it.\n\nusage: %s\n\ncommands:\n", mainUsage)
+	for _, n := range commandNames() {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+}

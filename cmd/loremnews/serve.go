@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	lnhttp "github.com/loremnews/loremnews/http"
+	"golang.org/x/crypto/bcrypt"
+)
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var (
+		d                dbFlags
+		s                seedFlags
+		addr             string
+		benchmarking     bool
+		allowRemoteBench bool
+		seedIfEmpty      bool
+		secureCookies    bool
+		bcryptCost       int
+		logLevel         string
+		shutdownTimeout  time.Duration
+		fs               = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH] [--profile NAME] [--benchmarking] [--seed-if-empty]",
+			"Serve Lorem News. The database is created and migrated on start.", stdout)
+	)
+	d.register(fs)
+	s.register(fs)
+	fs.StringVar(&addr, "addr", "127.0.0.1:3000", "address to listen on (port 0 picks a free port)")
+	fs.twin("addr", "LOREM_ADDR")
+	fs.BoolVar(&benchmarking, "benchmarking", false, "enable POST /benchmarking/{action} (creates and deletes data at random: never on a real site)")
+	fs.twin("benchmarking", "LOREM_BENCHMARKING")
+	fs.BoolVar(&allowRemoteBench, "allow-remote-benchmarking", false, "allow --benchmarking on an address other than loopback")
+	fs.twin("allow-remote-benchmarking", "LOREM_ALLOW_REMOTE_BENCHMARKING")
+	fs.BoolVar(&seedIfEmpty, "seed-if-empty", false, "load the demo data set (see seed --help) when the database has no users")
+	fs.twin("seed-if-empty", "LOREM_SEED_IF_EMPTY")
+	fs.BoolVar(&secureCookies, "secure-cookies", false, "mark cookies Secure (set when served over HTTPS, e.g. behind a TLS proxy)")
+	fs.twin("secure-cookies", "LOREM_SECURE_COOKIES")
+	fs.IntVar(&bcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost for new passwords (4–31)")
+	fs.twin("bcrypt-cost", "LOREM_BCRYPT_COST")
+	fs.StringVar(&logLevel, "log-level", "info", "log level: debug (every request), info, warn, error")
+	fs.twin("log-level", "LOREM_LOG_LEVEL")
+	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, how long requests in flight may take to finish")
+	fs.twin("shutdown-timeout", "LOREM_SHUTDOWN_TIMEOUT")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if err := d.validate(fs); err != nil {
+		return err
+	}
+	if err := s.validate(fs); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		return &usageError{msg: fmt.Sprintf("invalid --log-level %q (want debug, info, warn or error)", logLevel), usage: fs.usage}
+	}
+	if bcryptCost < bcrypt.MinCost || bcryptCost > bcrypt.MaxCost {
+		return &usageError{msg: fmt.Sprintf("--bcrypt-cost must be between %d and %d", bcrypt.MinCost, bcrypt.MaxCost), usage: fs.usage}
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return &usageError{msg: fmt.Sprintf("invalid --addr %q: %v", addr, err), usage: fs.usage}
+	}
+	if benchmarking && !allowRemoteBench && !isLoopback(host) {
+		return &usageError{msg: fmt.Sprintf("--benchmarking on %s would let anyone who can reach it delete data; bind to 127.0.0.1 or add --allow-remote-benchmarking", addr), usage: fs.usage}
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	db, err := d.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			log.Error("close database", "err", err)
+		}
+	}()
+	if seedIfEmpty {
+		empty, err := db.Empty(ctx)
+		if err != nil {
+			return err
+		}
+		if empty {
+			start := time.Now()
+			ds, err := s.load(ctx, db, bcrypt.DefaultCost)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "seeded %s: %d users, %d posts, %d comments in %s (every password is \"password\")\n",
+				db.Path(), len(ds.Users), len(ds.Posts), len(ds.Comments), time.Since(start).Round(time.Millisecond))
+		}
+	}
+
+	handler, err := lnhttp.NewHandler(db, lnhttp.Config{
+		Benchmarking:  benchmarking,
+		SecureCookies: secureCookies,
+		BcryptCost:    bcryptCost,
+		Logger:        log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := lnhttp.NewServer(handler)
+	if benchmarking {
+		log.Warn("benchmarking endpoints are ON: POST /benchmarking/{action} creates and deletes data at random without signing in")
+	}
+	fmt.Fprintf(stdout, "Lorem News listening on http://%s (profile %s, database %s)\n", ln.Addr(), db.Profile(), db.Path())
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing requests in flight", "timeout", shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return <-serveErr
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

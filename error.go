@@ -1,0 +1,60 @@
+package loremnews
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. Each maps to exactly one HTTP status, in one function of the
+// http package; any other error is internal, logged, and shown to the user
+// only as a generic message.
+const (
+	ECONFLICT     = "conflict"     // the request clashes with the current state
+	EINTERNAL     = "internal"     // a bug or an unavailable database
+	EINVALID      = "invalid"      // the input breaks a validation rule
+	ENOTFOUND     = "not_found"    // no such row
+	EGONE         = "gone"         // the row existed but was deleted
+	EUNAUTHORIZED = "unauthorized" // not signed in, or wrong password
+	EFORBIDDEN    = "forbidden"    // signed in, but not the owner
+	EUNAVAILABLE  = "unavailable"  // the database is busy or shutting down: retry later
+)
+
+// Error is an application error whose Message is safe to show to users.
+type Error struct {
+	Code    string
+	Message string
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	return fmt.Sprintf("loremnews error: code=%s message=%s", e.Code, e.Message)
+}
+
+// Errorf builds an *Error with a formatted, user-safe message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the *Error in err's chain, EINTERNAL for any
+// other error, and "" for nil.
+func ErrorCode(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the user-safe message of the *Error in err's chain, or
+// a generic message for internal errors, whose text may reveal internals.
+func ErrorMessage(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Message
+	}
+	return "Internal error."
+}

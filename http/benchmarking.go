@@ -1,0 +1,172 @@
+package http
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/loremnews/loremnews"
+)
+
+// The benchmarking endpoints of SPEC.md: POST /benchmarking/{action}, no
+// session, no CSRF token, each request first touching a random user's
+// last_seen_at (inside the store call) so that every request writes.
+
+// benchActions are the seven single actions.
+var benchActions = map[string]func(h *Handler, w http.ResponseWriter, r *http.Request) error{
+	"post_create":     (*Handler).benchPostCreate,
+	"comment_create":  (*Handler).benchCommentCreate,
+	"post_destroy":    (*Handler).benchPostDestroy,
+	"comment_destroy": (*Handler).benchCommentDestroy,
+	"post_show":       (*Handler).benchPostShow,
+	"posts_index":     (*Handler).benchPostsIndex,
+	"user_show":       (*Handler).benchUserShow,
+}
+
+// benchActionOrder fixes the column order of the weight tables.
+var benchActionOrder = []string{"post_create", "comment_create", "post_destroy", "comment_destroy", "post_show", "posts_index", "user_show"}
+
+// benchMixes are the weights (in hundredths) of SPEC.md's three mixes, in
+// benchActionOrder.
+var benchMixes = map[string][]int{
+	"read_heavy":  {10, 10, 2, 3, 25, 25, 25},
+	"write_heavy": {25, 25, 5, 20, 5, 15, 5},
+	"balanced":    {17, 17, 5, 11, 17, 17, 16},
+}
+
+// BenchmarkActions lists every action name the endpoint accepts.
+func BenchmarkActions() []string {
+	names := slices.Clone(benchActionOrder)
+	return append(names, "read_heavy", "write_heavy", "balanced")
+}
+
+// pickAction draws one action by the mix's weights.
+func pickAction(weights []int) string {
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	n := rand.IntN(total)
+	for i, w := range weights {
+		if n < w {
+			return benchActionOrder[i]
+		}
+		n -= w
+	}
+	return benchActionOrder[len(benchActionOrder)-1]
+}
+
+func (h *Handler) benchmark(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("action")
+	if weights, ok := benchMixes[name]; ok {
+		name = pickAction(weights)
+	}
+	action, ok := benchActions[name]
+	if !ok {
+		h.renderError(w, r, notFound(fmt.Sprintf("No benchmarking action %q; try one of %s.", r.PathValue("action"), strings.Join(BenchmarkActions(), ", "))))
+		return
+	}
+	if err := action(h, w, r); err != nil {
+		h.renderError(w, r, err)
+	}
+}
+
+// headerLines writes the request's headers one per line, sorted, as the
+// description of a benchmark post.
+func headerLines(r *http.Request) string {
+	names := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, k := range names {
+		for _, v := range r.Header[k] {
+			fmt.Fprintf(&b, "%s: %s\n", k, v)
+		}
+	}
+	return b.String()
+}
+
+func (h *Handler) benchPostCreate(w http.ResponseWriter, r *http.Request) error {
+	p, err := h.store.CreatePostByRandomUser(r.Context(), loremnews.PostInput{
+		Title:       "Post " + uuid.NewString(),
+		Description: truncate(headerLines(r), loremnews.MaxDescriptionLen),
+	})
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, fmt.Sprintf("/posts/%d", p.ID), http.StatusSeeOther)
+	return nil
+}
+
+func (h *Handler) benchCommentCreate(w http.ResponseWriter, r *http.Request) error {
+	c, err := h.store.CreateCommentOnRandomPost(r.Context(), loremnews.CommentInput{Body: "Comment " + uuid.NewString()})
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, fmt.Sprintf("/posts/%d", c.PostID), http.StatusSeeOther)
+	return nil
+}
+
+func (h *Handler) benchPostDestroy(w http.ResponseWriter, r *http.Request) error {
+	if err := h.store.DeleteRandomPost(r.Context()); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+	return nil
+}
+
+func (h *Handler) benchCommentDestroy(w http.ResponseWriter, r *http.Request) error {
+	postID, err := h.store.DeleteRandomComment(r.Context())
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, fmt.Sprintf("/posts/%d", postID), http.StatusSeeOther)
+	return nil
+}
+
+func (h *Handler) benchPostShow(w http.ResponseWriter, r *http.Request) error {
+	if _, err := h.store.TouchRandomUser(r.Context()); err != nil {
+		return err
+	}
+	id, err := h.store.RandomPostID(r.Context())
+	if err != nil {
+		return err
+	}
+	h.renderPost(w, r, http.StatusOK, id, loremnews.CommentInput{}, "")
+	return nil
+}
+
+// benchPostsIndex renders the index with 100 posts from a random id on.
+func (h *Handler) benchPostsIndex(w http.ResponseWriter, r *http.Request) error {
+	if _, err := h.store.TouchRandomUser(r.Context()); err != nil {
+		return err
+	}
+	lo, hi, err := h.store.PostIDRange(r.Context())
+	if err != nil {
+		return err
+	}
+	from := lo
+	if hi > lo {
+		from += rand.Int64N(hi - lo + 1)
+	}
+	posts, err := h.store.PostsFrom(r.Context(), from, 100)
+	if err != nil {
+		return err
+	}
+	h.render(w, r, http.StatusOK, "index", &indexPage{Heading: fmt.Sprintf("Posts from #%d", from), Posts: posts})
+	return nil
+}
+
+func (h *Handler) benchUserShow(w http.ResponseWriter, r *http.Request) error {
+	u, err := h.store.TouchRandomUser(r.Context())
+	if err != nil {
+		return err
+	}
+	h.renderUser(w, r, u.ID)
+	return nil
+}

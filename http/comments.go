@@ -1,0 +1,105 @@
+package http
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/loremnews/loremnews"
+)
+
+type commentFormPage struct {
+	basePage
+	Comment *loremnews.Comment
+	Form    loremnews.CommentInput
+	Error   string
+}
+
+func commentInput(r *http.Request) loremnews.CommentInput {
+	in := loremnews.CommentInput{Body: r.PostForm.Get("body")}
+	in.Normalize()
+	return in
+}
+
+func (h *Handler) createComment(w http.ResponseWriter, r *http.Request) {
+	postID, err := pathID(r)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	in := commentInput(r)
+	err = in.Validate()
+	var c *loremnews.Comment
+	if err == nil {
+		c, err = h.store.CreateComment(r.Context(), postID, state(r).user.ID, in)
+	}
+	if loremnews.ErrorCode(err) == loremnews.EINVALID {
+		h.renderPost(w, r, statusFor(loremnews.EINVALID), postID, in, loremnews.ErrorMessage(err))
+		return
+	} else if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	http.Redirect(w, r, fmt.Sprintf("/posts/%d#comment-%d", postID, c.ID), http.StatusSeeOther)
+}
+
+// ownComment loads the comment named in the path and checks the reader wrote it.
+func (h *Handler) ownComment(r *http.Request) (*loremnews.Comment, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	c, err := h.store.FindCommentByID(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	if c.UserID != state(r).user.ID {
+		return nil, forbidden("Only the author can change this comment.")
+	}
+	return c, nil
+}
+
+func (h *Handler) editComment(w http.ResponseWriter, r *http.Request) {
+	c, err := h.ownComment(r)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "comment_form", &commentFormPage{basePage: basePage{Title: "Edit comment"},
+		Comment: c, Form: loremnews.CommentInput{Body: c.Body}})
+}
+
+func (h *Handler) updateComment(w http.ResponseWriter, r *http.Request) {
+	c, err := h.ownComment(r)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	in := commentInput(r)
+	err = in.Validate()
+	if err == nil {
+		_, err = h.store.UpdateComment(r.Context(), c.ID, in)
+	}
+	if loremnews.ErrorCode(err) == loremnews.EINVALID {
+		h.render(w, r, statusFor(loremnews.EINVALID), "comment_form", &commentFormPage{basePage: basePage{Title: "Edit comment"},
+			Comment: c, Form: in, Error: loremnews.ErrorMessage(err)})
+		return
+	} else if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	http.Redirect(w, r, fmt.Sprintf("/posts/%d#comment-%d", c.PostID, c.ID), http.StatusSeeOther)
+}
+
+func (h *Handler) deleteComment(w http.ResponseWriter, r *http.Request) {
+	c, err := h.ownComment(r)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	if err := h.store.DeleteComment(r.Context(), c.ID); err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	h.setFlash(w, "comment-deleted")
+	http.Redirect(w, r, fmt.Sprintf("/posts/%d#comments", c.PostID), http.StatusSeeOther)
+}

@@ -1,0 +1,81 @@
+// Package http serves Lorem News: server-rendered pages and forms, the
+// benchmarking endpoints and the health check. Handlers parse input, call
+// the loremnews.Store, and choose a response; they know nothing of SQL.
+package http
+
+import (
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/loremnews/loremnews"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Config holds the web layer's settings.
+type Config struct {
+	// Benchmarking turns on POST /benchmarking/{action}. They create and
+	// delete data at random, so they are off (404) unless asked for.
+	Benchmarking bool
+	// SecureCookies marks cookies Secure; set it when served over HTTPS.
+	SecureCookies bool
+	// BcryptCost for new passwords; 0 means bcrypt.DefaultCost.
+	BcryptCost int
+	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
+	MaxBodyBytes int64
+	// Logger receives errors and, at debug level, every request.
+	Logger *slog.Logger
+}
+
+// Handler is the whole site as one http.Handler.
+type Handler struct {
+	store  loremnews.Store
+	cfg    Config
+	log    *slog.Logger
+	pages  map[string]*template.Template
+	mux    *http.ServeMux
+	root   http.Handler
+	now    func() time.Time
+	origin *http.CrossOriginProtection
+}
+
+// NewHandler parses the templates (a broken template fails here, at start,
+// not on a request) and builds the routes.
+func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
+	if store == nil {
+		return nil, errors.New("http: nil store")
+	}
+	if cfg.BcryptCost == 0 {
+		cfg.BcryptCost = bcrypt.DefaultCost
+	}
+	if cfg.BcryptCost < bcrypt.MinCost || cfg.BcryptCost > bcrypt.MaxCost {
+		return nil, errors.New("http: bcrypt cost must be between 4 and 31")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{
+		store:  store,
+		cfg:    cfg,
+		log:    cfg.Logger,
+		pages:  pages,
+		mux:    http.NewServeMux(),
+		now:    time.Now,
+		origin: http.NewCrossOriginProtection(),
+	}
+	h.routes()
+	h.root = h.recoverPanics(h.logRequests(h.securityHeaders(h.limitBody(h.mux))))
+	return h, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.root.ServeHTTP(w, r) }

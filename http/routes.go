@@ -1,0 +1,53 @@
+package http
+
+import (
+	"io/fs"
+	"net/http"
+)
+
+// routes lists every route of the site in one place. HTML forms can only
+// GET and POST, so updates are POST /thing/{id} and deletes POST
+// /thing/{id}/delete. Handlers wrapped in h.form check the CSRF token;
+// h.signedIn redirects visitors to the sign-in page.
+func (h *Handler) routes() {
+	m := h.mux
+	static, _ := fs.Sub(staticFS, "static")
+	m.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
+	m.HandleFunc("GET /up", h.up)
+
+	m.Handle("GET /{$}", h.page(h.index))
+
+	m.Handle("GET /signup", h.page(h.signUpForm))
+	m.Handle("POST /signup", h.form(h.signUp))
+	m.Handle("GET /signin", h.page(h.signInForm))
+	m.Handle("POST /signin", h.form(h.signIn))
+	m.Handle("POST /signout", h.form(h.signedIn(h.signOut)))
+
+	m.Handle("GET /posts/new", h.page(h.signedIn(h.newPost)))
+	m.Handle("POST /posts", h.form(h.signedIn(h.createPost)))
+	m.Handle("GET /posts/{id}", h.page(h.showPost))
+	m.Handle("GET /posts/{id}/edit", h.page(h.signedIn(h.editPost)))
+	m.Handle("POST /posts/{id}", h.form(h.signedIn(h.updatePost)))
+	m.Handle("POST /posts/{id}/delete", h.form(h.signedIn(h.deletePost)))
+
+	m.Handle("POST /posts/{id}/comments", h.form(h.signedIn(h.createComment)))
+	m.Handle("GET /comments/{id}/edit", h.page(h.signedIn(h.editComment)))
+	m.Handle("POST /comments/{id}", h.form(h.signedIn(h.updateComment)))
+	m.Handle("POST /comments/{id}/delete", h.form(h.signedIn(h.deleteComment)))
+
+	m.Handle("GET /users/{id}", h.page(h.showUser))
+	m.Handle("GET /users/{id}/edit", h.page(h.signedIn(h.editUser)))
+	m.Handle("POST /users/{id}", h.form(h.signedIn(h.updateUser)))
+	m.Handle("POST /users/{id}/delete", h.form(h.signedIn(h.deleteUser)))
+	m.Handle("POST /sessions/{id}/delete", h.form(h.signedIn(h.revokeSession)))
+
+	// No session, no CSRF token: these are for load generators. When
+	// benchmarking is off the route does not exist (404).
+	if h.cfg.Benchmarking {
+		m.HandleFunc("POST /benchmarking/{action}", h.benchmark)
+	}
+
+	m.Handle("/", h.page(func(w http.ResponseWriter, r *http.Request) {
+		h.renderError(w, r, notFound("Page not found."))
+	}))
+}

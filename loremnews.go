@@ -1,0 +1,304 @@
+// Package loremnews holds the domain of Lorem News — a Hacker-News-style site of
+// users, posts and comments — as plain types, their validation rules and the
+// store interface that the database packages (sqlite/) implement. It imports
+// nothing of HTTP or SQL, so every other package can depend on it.
+package loremnews
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// User is a member of the site. PostsCount is a counter cache kept equal to
+// the number of the user's posts by the store, in the same transaction as the
+// rows it counts, so pages never need a COUNT query.
+type User struct {
+	ID             int64
+	ScreenName     string
+	PasswordDigest string
+	About          string
+	LastSeenAt     time.Time
+	PostsCount     int
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Post is a story submitted by a user. CommentsCount is a counter cache, like
+// User.PostsCount. Author is filled in by queries that join the users table,
+// so listing pages are one query rather than one per row.
+type Post struct {
+	ID            int64
+	UserID        int64
+	Title         string
+	Description   string
+	PublishedAt   time.Time
+	CommentsCount int
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+
+	Author *User
+}
+
+// Comment is a reply to a post. Author and Post are filled in by queries that
+// join them (a post page needs the authors, a user page the post titles).
+type Comment struct {
+	ID        int64
+	PostID    int64
+	UserID    int64
+	Body      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+
+	Author *User
+	Post   *Post
+}
+
+// Session is one signed-in browser. The browser holds a random token whose
+// SHA-256 digest is stored here; deleting the row signs that browser out.
+type Session struct {
+	ID          int64
+	UserID      int64
+	TokenDigest []byte
+	UserAgent   string
+	IPAddress   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Validation limits. Minimums come from SPEC.md; maximums keep one request
+// from storing megabytes in a text column.
+const (
+	MinTitleLen       = 5
+	MaxTitleLen       = 200
+	MaxDescriptionLen = 20_000
+	MinBodyLen        = 5
+	MaxBodyLen        = 10_000
+	MinScreenNameLen  = 2
+	MaxScreenNameLen  = 40
+	MaxAboutLen       = 2_000
+	MinPasswordLen    = 8
+	MaxPasswordLen    = 72 // bcrypt ignores bytes beyond 72; refuse rather than truncate silently
+)
+
+// PostInput is what a user may set on a post.
+type PostInput struct {
+	Title       string
+	Description string
+}
+
+// Normalize trims surrounding space, so "   " counts as empty.
+func (in *PostInput) Normalize() {
+	in.Title = strings.TrimSpace(in.Title)
+	in.Description = strings.TrimSpace(in.Description)
+}
+
+// Validate reports the first rule the input breaks as an EINVALID error.
+func (in PostInput) Validate() error {
+	if err := validText("Title", in.Title, MinTitleLen, MaxTitleLen); err != nil {
+		return err
+	}
+	if !utf8.ValidString(in.Description) {
+		return Errorf(EINVALID, "Description is not valid UTF-8 text.")
+	}
+	if utf8.RuneCountInString(in.Description) > MaxDescriptionLen {
+		return Errorf(EINVALID, "Description is too long (maximum is %d characters).", MaxDescriptionLen)
+	}
+	return nil
+}
+
+// CommentInput is what a user may set on a comment.
+type CommentInput struct {
+	Body string
+}
+
+// Normalize trims surrounding space.
+func (in *CommentInput) Normalize() { in.Body = strings.TrimSpace(in.Body) }
+
+// Validate reports the first rule the input breaks as an EINVALID error.
+func (in CommentInput) Validate() error {
+	return validText("Comment", in.Body, MinBodyLen, MaxBodyLen)
+}
+
+// SignUpInput is the sign-up form.
+type SignUpInput struct {
+	ScreenName string
+	Password   string
+}
+
+// Normalize trims the screen name; passwords are taken as typed.
+func (in *SignUpInput) Normalize() { in.ScreenName = strings.TrimSpace(in.ScreenName) }
+
+// Validate reports the first rule the input breaks as an EINVALID error.
+func (in SignUpInput) Validate() error {
+	if err := ValidateScreenName(in.ScreenName); err != nil {
+		return err
+	}
+	return ValidatePassword(in.Password)
+}
+
+// ProfileInput is what a user may change on their own account. An empty
+// Password leaves the password unchanged.
+type ProfileInput struct {
+	ScreenName string
+	About      string
+	Password   string
+}
+
+// Normalize trims the text fields.
+func (in *ProfileInput) Normalize() {
+	in.ScreenName = strings.TrimSpace(in.ScreenName)
+	in.About = strings.TrimSpace(in.About)
+}
+
+// Validate reports the first rule the input breaks as an EINVALID error.
+func (in ProfileInput) Validate() error {
+	if err := ValidateScreenName(in.ScreenName); err != nil {
+		return err
+	}
+	if !utf8.ValidString(in.About) {
+		return Errorf(EINVALID, "About is not valid UTF-8 text.")
+	}
+	if utf8.RuneCountInString(in.About) > MaxAboutLen {
+		return Errorf(EINVALID, "About is too long (maximum is %d characters).", MaxAboutLen)
+	}
+	if in.Password != "" {
+		return ValidatePassword(in.Password)
+	}
+	return nil
+}
+
+// ValidateScreenName allows letters, digits, '_', '-' and '.', so a screen
+// name is always safe in a URL, a log line and a page title.
+func ValidateScreenName(name string) error {
+	if err := validText("Screen name", name, MinScreenNameLen, MaxScreenNameLen); err != nil {
+		return err
+	}
+	for _, r := range name {
+		if !(r == '_' || r == '-' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return Errorf(EINVALID, "Screen name may only contain letters, digits, '_', '-' and '.'.")
+		}
+	}
+	return nil
+}
+
+// ValidatePassword enforces the length rules bcrypt needs.
+func ValidatePassword(pw string) error {
+	if len(pw) < MinPasswordLen {
+		return Errorf(EINVALID, "Password is too short (minimum is %d characters).", MinPasswordLen)
+	}
+	if len(pw) > MaxPasswordLen {
+		return Errorf(EINVALID, "Password is too long (maximum is %d bytes).", MaxPasswordLen)
+	}
+	return nil
+}
+
+func validText(field, s string, minLen, maxLen int) error {
+	if !utf8.ValidString(s) {
+		return Errorf(EINVALID, "%s is not valid UTF-8 text.", field)
+	}
+	n := utf8.RuneCountInString(s)
+	switch {
+	case n == 0:
+		return Errorf(EINVALID, "%s can't be blank.", field)
+	case n < minLen:
+		return Errorf(EINVALID, "%s is too short (minimum is %d characters).", field, minLen)
+	case n > maxLen:
+		return Errorf(EINVALID, "%s is too long (maximum is %d characters).", field, maxLen)
+	}
+	return nil
+}
+
+// Store is everything the web layer needs from a database. The sqlite
+// package implements it; handlers see only this interface, so no SQL, no
+// transaction and no choice of connection pool ever appears in a handler.
+type Store interface {
+	UserStore
+	PostStore
+	CommentStore
+	SessionStore
+	BenchmarkStore
+
+	// Ping reports whether the database answers (used by /up).
+	Ping(ctx context.Context) error
+}
+
+// UserStore reads and writes users.
+type UserStore interface {
+	// CreateUser stores a new user whose password is already hashed.
+	// A taken screen name is an EINVALID error naming the field.
+	CreateUser(ctx context.Context, screenName, passwordDigest string) (*User, error)
+	FindUserByID(ctx context.Context, id int64) (*User, error)
+	FindUserByScreenName(ctx context.Context, screenName string) (*User, error)
+	// UpdateUser changes screen name and about, and the password digest when
+	// passwordDigest is not empty.
+	UpdateUser(ctx context.Context, id int64, screenName, about, passwordDigest string) (*User, error)
+	// DeleteUser removes the user with their sessions, posts and comments,
+	// fixing the comment counters of other users' posts in the same transaction.
+	DeleteUser(ctx context.Context, id int64) error
+	// UserPage loads a user's own posts and comments (with post titles),
+	// newest first, at most limit of each.
+	UserPage(ctx context.Context, id int64, limit int) (*User, []*Post, []*Comment, error)
+}
+
+// PostStore reads and writes posts.
+type PostStore interface {
+	CreatePost(ctx context.Context, userID int64, in PostInput) (*Post, error)
+	FindPostByID(ctx context.Context, id int64) (*Post, error)
+	UpdatePost(ctx context.Context, id int64, in PostInput) (*Post, error)
+	DeletePost(ctx context.Context, id int64) error
+	// RecentPosts lists the newest posts with their authors.
+	RecentPosts(ctx context.Context, limit int) ([]*Post, error)
+	// PostsFrom lists posts with id ≥ fromID in id order, with their authors.
+	PostsFrom(ctx context.Context, fromID int64, limit int) ([]*Post, error)
+	// PostPage loads a post with its author and its comments (newest first)
+	// with their authors. A post that existed but was deleted is EGONE; an
+	// id never used is ENOTFOUND.
+	PostPage(ctx context.Context, id int64) (*Post, []*Comment, error)
+}
+
+// CommentStore reads and writes comments.
+type CommentStore interface {
+	CreateComment(ctx context.Context, postID, userID int64, in CommentInput) (*Comment, error)
+	FindCommentByID(ctx context.Context, id int64) (*Comment, error)
+	UpdateComment(ctx context.Context, id int64, in CommentInput) (*Comment, error)
+	DeleteComment(ctx context.Context, id int64) error
+}
+
+// SessionStore keeps one row per signed-in browser.
+type SessionStore interface {
+	CreateSession(ctx context.Context, s *Session) error
+	// FindSessionByTokenDigest returns the session and its user.
+	FindSessionByTokenDigest(ctx context.Context, digest []byte) (*Session, *User, error)
+	// TouchSession records activity on the session and its user.
+	TouchSession(ctx context.Context, s *Session) error
+	UserSessions(ctx context.Context, userID int64) ([]*Session, error)
+	DeleteSession(ctx context.Context, id int64) error
+}
+
+// BenchmarkStore holds the operations of the load-test endpoints. Each one
+// picks its random rows and writes inside one transaction, as ordinary
+// "find, then create/delete" application code does, and each first updates
+// a random user's last_seen_at so that every benchmarking request writes.
+//
+// "Random row" means: a random id between the smallest and largest id, then
+// the first row at or after it, wrapping around to the first row; so a gap
+// left by a deleted row never turns into a not-found error.
+type BenchmarkStore interface {
+	// TouchRandomUser updates a random user's last_seen_at and returns it.
+	TouchRandomUser(ctx context.Context) (*User, error)
+	// CreatePostByRandomUser touches a random user and creates a post by them.
+	CreatePostByRandomUser(ctx context.Context, in PostInput) (*Post, error)
+	// CreateCommentOnRandomPost touches a random user and comments on a random post.
+	CreateCommentOnRandomPost(ctx context.Context, in CommentInput) (*Comment, error)
+	// DeleteRandomPost touches a random user and deletes a random post (and its comments).
+	DeleteRandomPost(ctx context.Context) error
+	// DeleteRandomComment touches a random user and deletes a random comment,
+	// returning the post it was on.
+	DeleteRandomComment(ctx context.Context) (postID int64, err error)
+	// RandomPostID picks a random post, for the read-only actions.
+	RandomPostID(ctx context.Context) (int64, error)
+	// PostIDRange returns the smallest and largest post ids.
+	PostIDRange(ctx context.Context) (minID, maxID int64, err error)
+}

@@ -1,0 +1,150 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/loremnews/loremnews"
+	"github.com/mattn/go-sqlite3"
+)
+
+// queryComments lists comments with their authors and their post's id and
+// title; tail is the WHERE/ORDER/LIMIT part.
+func queryComments(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Comment, error) {
+	rows, err := q.QueryContext(ctx, `SELECT c.id, c.post_id, c.user_id, c.body, c.created_at, c.updated_at,
+			p.title, u.screen_name
+		FROM comments c
+		JOIN posts p ON p.id = c.post_id
+		JOIN users u ON u.id = c.user_id `+tail, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var comments []*loremnews.Comment
+	for rows.Next() {
+		var (
+			c      loremnews.Comment
+			title  string
+			author string
+		)
+		if err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, &c.CreatedAt, &c.UpdatedAt, &title, &author); err != nil {
+			return nil, err
+		}
+		c.Post = &loremnews.Post{ID: c.PostID, Title: title}
+		c.Author = &loremnews.User{ID: c.UserID, ScreenName: author}
+		comments = append(comments, &c)
+	}
+	return comments, rows.Err()
+}
+
+// CreateComment stores a comment and counts it in the post's comments_count.
+func (db *DB) CreateComment(ctx context.Context, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
+	var c *loremnews.Comment
+	err := db.write(ctx, func(tx *sql.Tx) (err error) {
+		c, err = db.insertComment(ctx, tx, postID, userID, in)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create comment: %w", err)
+	}
+	return c, nil
+}
+
+func (db *DB) insertComment(ctx context.Context, tx *sql.Tx, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
+	res, err := tx.ExecContext(ctx, `UPDATE posts SET comments_count = comments_count + 1 WHERE id = ?`, postID)
+	if err != nil {
+		return nil, err
+	}
+	if err := mustAffect(res, "Post"); err != nil {
+		return nil, err
+	}
+	now := db.now()
+	res, err = tx.ExecContext(ctx, `INSERT INTO comments (post_id, user_id, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		postID, userID, in.Body, now, now)
+	if isForeignKeyViolation(err) {
+		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
+	} else if err != nil {
+		return nil, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return nil, err
+	}
+	return &loremnews.Comment{ID: id, PostID: postID, UserID: userID, Body: in.Body, CreatedAt: now, UpdatedAt: now}, nil
+}
+
+// FindCommentByID returns the comment (with its post's title and author's
+// screen name) or ENOTFOUND.
+func (db *DB) FindCommentByID(ctx context.Context, id int64) (*loremnews.Comment, error) {
+	var c *loremnews.Comment
+	err := db.read(ctx, func(q querier) (err error) {
+		c, err = findComment(ctx, q, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find comment %d: %w", id, err)
+	}
+	return c, nil
+}
+
+func findComment(ctx context.Context, q querier, id int64) (*loremnews.Comment, error) {
+	cs, err := queryComments(ctx, q, `WHERE c.id = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(cs) == 0 {
+		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "Comment not found.")
+	}
+	return cs[0], nil
+}
+
+// UpdateComment changes a comment's body.
+func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
+	var c *loremnews.Comment
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE comments SET body = ?, updated_at = ? WHERE id = ?`, in.Body, db.now(), id)
+		if err != nil {
+			return err
+		}
+		if err := mustAffect(res, "Comment"); err != nil {
+			return err
+		}
+		c, err = findComment(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update comment %d: %w", id, err)
+	}
+	return c, nil
+}
+
+// DeleteComment removes a comment and uncounts it from its post.
+func (db *DB) DeleteComment(ctx context.Context, id int64) error {
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		_, err := deleteComment(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete comment %d: %w", id, err)
+	}
+	return nil
+}
+
+func deleteComment(ctx context.Context, tx *sql.Tx, id int64) (postID int64, err error) {
+	err = tx.QueryRowContext(ctx, `DELETE FROM comments WHERE id = ? RETURNING post_id`, id).Scan(&postID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, loremnews.Errorf(loremnews.ENOTFOUND, "Comment not found.")
+	} else if err != nil {
+		return 0, err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE posts SET comments_count = comments_count - 1 WHERE id = ?`, postID)
+	return postID, err
+}
+
+// isForeignKeyViolation reports whether err is a FOREIGN KEY constraint failure.
+func isForeignKeyViolation(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintForeignKey
+}

@@ -1,0 +1,231 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/loremnews/loremnews"
+)
+
+// postColumns is the select list scanned by scanPost; listings select ” for
+// the description, which only the post page shows.
+const (
+	postColumns        = `p.id, p.user_id, p.title, p.description, p.published_at, p.comments_count, p.created_at, p.updated_at`
+	postSummaryColumns = `p.id, p.user_id, p.title, '', p.published_at, p.comments_count, p.created_at, p.updated_at`
+)
+
+var errTitleTaken = loremnews.Errorf(loremnews.EINVALID, "Title has already been taken.")
+
+func scanPost(s scanner, extra ...any) (*loremnews.Post, error) {
+	var p loremnews.Post
+	var published sql.NullTime
+	dest := append([]any{&p.ID, &p.UserID, &p.Title, &p.Description, &published, &p.CommentsCount, &p.CreatedAt, &p.UpdatedAt}, extra...)
+	if err := s.Scan(dest...); err != nil {
+		return nil, err
+	}
+	p.PublishedAt = published.Time
+	return &p, nil
+}
+
+// scanPostWithAuthor scans postColumns followed by userColumns.
+func scanPostWithAuthor(s scanner) (*loremnews.Post, error) {
+	var (
+		u        loremnews.User
+		lastSeen sql.NullTime
+	)
+	p, err := scanPost(s, &u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, &lastSeen, &u.PostsCount, &u.CreatedAt, &u.UpdatedAt)
+	if err != nil {
+		return nil, err
+	}
+	u.LastSeenAt = lastSeen.Time
+	p.Author = &u
+	return p, nil
+}
+
+// queryPosts lists post summaries (no description) with their authors;
+// tail is the WHERE/ORDER/LIMIT part.
+func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Post, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+postSummaryColumns+`, `+userColumns+`
+		FROM posts p JOIN users u ON u.id = p.user_id `+tail, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var posts []*loremnews.Post
+	for rows.Next() {
+		p, err := scanPostWithAuthor(rows)
+		if err != nil {
+			return nil, err
+		}
+		posts = append(posts, p)
+	}
+	return posts, rows.Err()
+}
+
+func findPost(ctx context.Context, q querier, id int64) (*loremnews.Post, error) {
+	p, err := scanPostWithAuthor(q.QueryRowContext(ctx, `SELECT `+postColumns+`, `+userColumns+`
+		FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "Post not found.")
+	}
+	return p, err
+}
+
+// CreatePost stores a new post by userID and counts it in the author's posts_count.
+func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
+	var p *loremnews.Post
+	err := db.write(ctx, func(tx *sql.Tx) (err error) {
+		p, err = db.insertPost(ctx, tx, userID, in)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create post: %w", err)
+	}
+	return p, nil
+}
+
+func (db *DB) insertPost(ctx context.Context, tx *sql.Tx, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
+	now := db.now()
+	res, err := tx.ExecContext(ctx, `INSERT INTO posts (user_id, title, description, published_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, userID, in.Title, in.Description, now, now, now)
+	if isUniqueViolation(err) {
+		return nil, errTitleTaken
+	} else if isForeignKeyViolation(err) {
+		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
+	} else if err != nil {
+		return nil, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET posts_count = posts_count + 1 WHERE id = ?`, userID); err != nil {
+		return nil, err
+	}
+	return &loremnews.Post{ID: id, UserID: userID, Title: in.Title, Description: in.Description,
+		PublishedAt: now, CreatedAt: now, UpdatedAt: now}, nil
+}
+
+// FindPostByID returns the post with its author, or ENOTFOUND.
+func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, error) {
+	var p *loremnews.Post
+	err := db.read(ctx, func(q querier) (err error) {
+		p, err = findPost(ctx, q, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find post %d: %w", id, err)
+	}
+	return p, nil
+}
+
+// UpdatePost changes a post's title and description.
+func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) (*loremnews.Post, error) {
+	var p *loremnews.Post
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE posts SET title = ?, description = ?, updated_at = ? WHERE id = ?`,
+			in.Title, in.Description, db.now(), id)
+		if isUniqueViolation(err) {
+			return errTitleTaken
+		} else if err != nil {
+			return err
+		}
+		if err := mustAffect(res, "Post"); err != nil {
+			return err
+		}
+		p, err = findPost(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update post %d: %w", id, err)
+	}
+	return p, nil
+}
+
+// DeletePost removes a post; its comments go by cascade.
+func (db *DB) DeletePost(ctx context.Context, id int64) error {
+	err := db.write(ctx, func(tx *sql.Tx) error { return deletePost(ctx, tx, id) })
+	if err != nil {
+		return fmt.Errorf("delete post %d: %w", id, err)
+	}
+	return nil
+}
+
+// deletePost removes the post and uncounts it from its author's posts_count.
+func deletePost(ctx context.Context, tx *sql.Tx, id int64) error {
+	var userID int64
+	err := tx.QueryRowContext(ctx, `DELETE FROM posts WHERE id = ? RETURNING user_id`, id).Scan(&userID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return loremnews.Errorf(loremnews.ENOTFOUND, "Post not found.")
+	} else if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE users SET posts_count = posts_count - 1 WHERE id = ?`, userID)
+	return err
+}
+
+// RecentPosts lists the newest posts. Ids grow with time (the seed inserts
+// in date order), so "newest" is the rowid order and needs no extra index.
+func (db *DB) RecentPosts(ctx context.Context, limit int) ([]*loremnews.Post, error) {
+	var posts []*loremnews.Post
+	err := db.read(ctx, func(q querier) (err error) {
+		posts, err = queryPosts(ctx, q, `ORDER BY p.id DESC LIMIT ?`, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recent posts: %w", err)
+	}
+	return posts, nil
+}
+
+// PostsFrom lists posts with id ≥ fromID, oldest first.
+func (db *DB) PostsFrom(ctx context.Context, fromID int64, limit int) ([]*loremnews.Post, error) {
+	var posts []*loremnews.Post
+	err := db.read(ctx, func(q querier) (err error) {
+		posts, err = queryPosts(ctx, q, `WHERE p.id >= ? ORDER BY p.id LIMIT ?`, fromID, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("posts from %d: %w", fromID, err)
+	}
+	return posts, nil
+}
+
+// PostPage loads a post, its author, and its comments newest first.
+func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
+	var (
+		p        *loremnews.Post
+		comments []*loremnews.Comment
+	)
+	err := db.read(ctx, func(q querier) (err error) {
+		p, err = findPost(ctx, q, id)
+		if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
+			return wasDeleted(ctx, q, "posts", id, err)
+		} else if err != nil {
+			return err
+		}
+		comments, err = queryComments(ctx, q, `WHERE c.post_id = ? ORDER BY c.id DESC`, id)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("post page %d: %w", id, err)
+	}
+	return p, comments, nil
+}
+
+// wasDeleted tells a deleted row from one that never existed: ids come from
+// AUTOINCREMENT, so an absent id no larger than the table's highest issued
+// id (sqlite_sequence) was deleted. It returns EGONE or notFound.
+func wasDeleted(ctx context.Context, q querier, table string, id int64, notFound error) error {
+	var seq sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = ?`, table).Scan(&seq)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if seq.Valid && id <= seq.Int64 {
+		return loremnews.Errorf(loremnews.EGONE, "This has been deleted.")
+	}
+	return notFound
+}

@@ -1,0 +1,113 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/loremnews/loremnews"
+)
+
+// CreateSession stores a new signed-in browser and fills in its id and times.
+func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		now := db.now()
+		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, now, now)
+		if isForeignKeyViolation(err) {
+			return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
+		} else if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, now, s.UserID); err != nil {
+			return err
+		}
+		s.ID, err = res.LastInsertId()
+		s.CreatedAt, s.UpdatedAt = now, now
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create session: %w", err)
+	}
+	return nil
+}
+
+// FindSessionByTokenDigest returns the session with that token digest and
+// its user, or ENOTFOUND (signed out, revoked, or never existed).
+func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte) (*loremnews.Session, *loremnews.User, error) {
+	var (
+		s loremnews.Session
+		u *loremnews.User
+	)
+	err := db.read(ctx, func(q querier) (err error) {
+		u, err = scanUser(q.QueryRowContext(ctx, `SELECT `+userColumns+`, s.id, s.user_id, s.token_digest, s.user_agent, s.ip_address, s.created_at, s.updated_at
+			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = ?`, digest),
+			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, &s.CreatedAt, &s.UpdatedAt)
+		if errors.Is(err, sql.ErrNoRows) {
+			return loremnews.Errorf(loremnews.ENOTFOUND, "Session not found.")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("find session: %w", err)
+	}
+	return &s, u, nil
+}
+
+// TouchSession records that the session's browser was seen now.
+func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		now := db.now()
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, now, s.ID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, now, s.UserID)
+		s.UpdatedAt = now
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("touch session %d: %w", s.ID, err)
+	}
+	return nil
+}
+
+// UserSessions lists a user's signed-in browsers, most recently active first.
+func (db *DB) UserSessions(ctx context.Context, userID int64) ([]*loremnews.Session, error) {
+	var sessions []*loremnews.Session
+	err := db.read(ctx, func(q querier) error {
+		rows, err := q.QueryContext(ctx, `SELECT id, user_id, user_agent, ip_address, created_at, updated_at
+			FROM sessions WHERE user_id = ? ORDER BY updated_at DESC, id DESC`, userID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s loremnews.Session
+			if err := rows.Scan(&s.ID, &s.UserID, &s.UserAgent, &s.IPAddress, &s.CreatedAt, &s.UpdatedAt); err != nil {
+				return err
+			}
+			sessions = append(sessions, &s)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("user sessions %d: %w", userID, err)
+	}
+	return sessions, nil
+}
+
+// DeleteSession signs that browser out.
+func (db *DB) DeleteSession(ctx context.Context, id int64) error {
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res, "Session")
+	})
+	if err != nil {
+		return fmt.Errorf("delete session %d: %w", id, err)
+	}
+	return nil
+}

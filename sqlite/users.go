@@ -1,0 +1,172 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/loremnews/loremnews"
+)
+
+// userColumns is the select list scanned by scanUser, prefixed by alias.
+const userColumns = `u.id, u.screen_name, u.password_digest, u.about, u.last_seen_at, u.posts_count, u.created_at, u.updated_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanUser(s scanner, extra ...any) (*loremnews.User, error) {
+	var u loremnews.User
+	var lastSeen sql.NullTime
+	dest := append([]any{&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, &lastSeen, &u.PostsCount, &u.CreatedAt, &u.UpdatedAt}, extra...)
+	if err := s.Scan(dest...); err != nil {
+		return nil, err
+	}
+	u.LastSeenAt = lastSeen.Time
+	return &u, nil
+}
+
+var errScreenNameTaken = loremnews.Errorf(loremnews.EINVALID, "Screen name has already been taken.")
+
+// CreateUser stores a new user.
+func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string) (*loremnews.User, error) {
+	var u *loremnews.User
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		now := db.now()
+		res, err := tx.ExecContext(ctx, `INSERT INTO users (screen_name, password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
+			screenName, passwordDigest, now, now, now)
+		if isUniqueViolation(err) {
+			return errScreenNameTaken
+		} else if err != nil {
+			return err
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		u, err = findUser(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create user: %w", err)
+	}
+	return u, nil
+}
+
+// FindUserByID returns the user or an ENOTFOUND error.
+func (db *DB) FindUserByID(ctx context.Context, id int64) (*loremnews.User, error) {
+	var u *loremnews.User
+	err := db.read(ctx, func(q querier) (err error) {
+		u, err = findUser(ctx, q, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find user %d: %w", id, err)
+	}
+	return u, nil
+}
+
+// FindUserByScreenName returns the user (case-insensitively) or ENOTFOUND.
+func (db *DB) FindUserByScreenName(ctx context.Context, screenName string) (*loremnews.User, error) {
+	var u *loremnews.User
+	err := db.read(ctx, func(q querier) (err error) {
+		u, err = scanUser(q.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users u WHERE u.screen_name = ?`, screenName))
+		if errors.Is(err, sql.ErrNoRows) {
+			return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find user by screen name: %w", err)
+	}
+	return u, nil
+}
+
+func findUser(ctx context.Context, q querier, id int64) (*loremnews.User, error) {
+	u, err := scanUser(q.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users u WHERE u.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
+	}
+	return u, err
+}
+
+// UpdateUser changes a user's screen name, about text and, if given, password digest.
+func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passwordDigest string) (*loremnews.User, error) {
+	var u *loremnews.User
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE users SET screen_name = ?, about = ?,
+			password_digest = CASE WHEN ? = '' THEN password_digest ELSE ? END, updated_at = ? WHERE id = ?`,
+			screenName, about, passwordDigest, passwordDigest, db.now(), id)
+		if isUniqueViolation(err) {
+			return errScreenNameTaken
+		} else if err != nil {
+			return err
+		}
+		if err := mustAffect(res, "User"); err != nil {
+			return err
+		}
+		u, err = findUser(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update user %d: %w", id, err)
+	}
+	return u, nil
+}
+
+// DeleteUser removes the user; foreign keys cascade to their sessions, posts
+// and comments. Comments they left on other users' posts are counted in
+// those posts' comments_count, so those counters are fixed first, in the
+// same transaction.
+func (db *DB) DeleteUser(ctx context.Context, id int64) error {
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE posts SET comments_count = comments_count -
+				(SELECT count(*) FROM comments c WHERE c.post_id = posts.id AND c.user_id = ?1)
+			WHERE user_id <> ?1 AND id IN (SELECT post_id FROM comments WHERE user_id = ?1)`, id); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res, "User")
+	})
+	if err != nil {
+		return fmt.Errorf("delete user %d: %w", id, err)
+	}
+	return nil
+}
+
+// UserPage loads a user with their newest posts and comments.
+func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
+	var (
+		u        *loremnews.User
+		posts    []*loremnews.Post
+		comments []*loremnews.Comment
+	)
+	err := db.read(ctx, func(q querier) (err error) {
+		if u, err = findUser(ctx, q, id); err != nil {
+			return err
+		}
+		if posts, err = queryPosts(ctx, q, `WHERE p.user_id = ? ORDER BY p.id DESC LIMIT ?`, id, limit); err != nil {
+			return err
+		}
+		comments, err = queryComments(ctx, q, `WHERE c.user_id = ? ORDER BY c.id DESC LIMIT ?`, id, limit)
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("user page %d: %w", id, err)
+	}
+	return u, posts, comments, nil
+}
+
+// mustAffect turns "no row changed" into ENOTFOUND naming the thing.
+func mustAffect(res sql.Result, thing string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return loremnews.Errorf(loremnews.ENOTFOUND, "%s not found.", thing)
+	}
+	return nil
+}
