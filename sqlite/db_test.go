@@ -1,0 +1,183 @@
+package sqlite_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/seed"
+	"github.com/loremnews/loremnews/sqlite"
+)
+
+// MustOpenDB opens a fresh database file in a temporary directory with the
+// given profile ("" for the default) and closes it when the test ends.
+func MustOpenDB(tb testing.TB, profile sqlite.Profile) *sqlite.DB {
+	tb.Helper()
+	return MustOpenDSN(tb, filepath.Join(tb.TempDir(), "test.sqlite3"), profile)
+}
+
+// MustOpenDSN opens dsn with the profile, closing it at the end of the test.
+func MustOpenDSN(tb testing.TB, dsn string, profile sqlite.Profile) *sqlite.DB {
+	tb.Helper()
+	db, err := sqlite.Open(context.Background(), sqlite.Config{DSN: dsn, Profile: profile})
+	if err != nil {
+		tb.Fatalf("open %s: %v", dsn, err)
+	}
+	tb.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			tb.Errorf("close: %v", err)
+		}
+	})
+	return db
+}
+
+// MustSeed loads a small deterministic data set.
+func MustSeed(tb testing.TB, db *sqlite.DB, users, posts int) *seed.Dataset {
+	tb.Helper()
+	ds, err := seed.Generate(seed.Config{Users: users, Posts: posts, Seed: 7, BcryptCost: 4})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := db.LoadDataset(context.Background(), ds.Users, ds.Posts, ds.Comments); err != nil {
+		tb.Fatal(err)
+	}
+	return ds
+}
+
+// MustBeConsistent fails the test unless integrity, foreign keys and every
+// counter cache check out.
+func MustBeConsistent(tb testing.TB, db *sqlite.DB) sqlite.Consistency {
+	tb.Helper()
+	c, err := db.CheckConsistency(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !c.OK() {
+		tb.Fatalf("database inconsistent: %+v", c)
+	}
+	return c
+}
+
+func MustCreateUser(tb testing.TB, db *sqlite.DB, name string) *loremnews.User {
+	tb.Helper()
+	u, err := db.CreateUser(context.Background(), name, "digest")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return u
+}
+
+func MustCreatePost(tb testing.TB, db *sqlite.DB, userID int64, title string) *loremnews.Post {
+	tb.Helper()
+	p, err := db.CreatePost(context.Background(), userID, loremnews.PostInput{Title: title, Description: "Some text."})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+func MustCreateComment(tb testing.TB, db *sqlite.DB, postID, userID int64, body string) *loremnews.Comment {
+	tb.Helper()
+	c, err := db.CreateComment(context.Background(), postID, userID, loremnews.CommentInput{Body: body})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+func wantCode(tb testing.TB, err error, code string) {
+	tb.Helper()
+	if got := loremnews.ErrorCode(err); got != code {
+		tb.Fatalf("error code = %q (%v), want %q", got, err, code)
+	}
+}
+
+func TestOpen(t *testing.T) {
+	t.Run("EveryProfileOpensAndMigrates", func(t *testing.T) {
+		for _, name := range sqlite.ProfileNames() {
+			t.Run(name, func(t *testing.T) {
+				db := MustOpenDB(t, sqlite.Profile(name))
+				migs, err := db.Migrations(context.Background())
+				if err != nil || len(migs) == 0 {
+					t.Fatalf("migrations = %v, %v", migs, err)
+				}
+				u := MustCreateUser(t, db, "alice")
+				if got, err := db.FindUserByID(context.Background(), u.ID); err != nil || got.ScreenName != "alice" {
+					t.Fatalf("find = %+v, %v", got, err)
+				}
+			})
+		}
+	})
+
+	t.Run("ReopenKeepsDataAndDoesNotReapplyMigrations", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "re.sqlite3")
+		db, err := sqlite.Open(context.Background(), sqlite.Config{DSN: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		MustCreateUser(t, db, "bob")
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db2 := MustOpenDSN(t, path, "")
+		if _, err := db2.FindUserByScreenName(context.Background(), "bob"); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("BadInput", func(t *testing.T) {
+		dir := t.TempDir()
+		for name, cfg := range map[string]sqlite.Config{
+			"directory":      {DSN: dir},
+			"memory":         {DSN: ":memory:"},
+			"empty":          {DSN: ""},
+			"postgres":       {DSN: "postgres://localhost/x"},
+			"bad pragma":     {DSN: "file:" + filepath.Join(dir, "a.db") + "?_pragma=cache_size;drop"},
+			"reserved param": {DSN: "file:" + filepath.Join(dir, "b.db") + "?_txlock=deferred"},
+			"profile":        {DSN: filepath.Join(dir, "c.db"), Profile: "turbo"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				if db, err := sqlite.Open(context.Background(), cfg); err == nil {
+					db.Close()
+					t.Fatal("Open succeeded, want error")
+				}
+			})
+		}
+	})
+
+	t.Run("PragmasFromDSNReachEveryConnection", func(t *testing.T) {
+		dsn := "file:" + filepath.Join(t.TempDir(), "p.sqlite3") + "?_pragma=cache_size(-12345)"
+		db := MustOpenDSN(t, dsn, sqlite.ProfileSplit)
+		for _, p := range []struct {
+			name string
+			want string
+		}{
+			{"cache_size", "-12345"}, {"journal_mode", "wal"}, {"foreign_keys", "1"}, {"synchronous", "1"},
+			{"busy_timeout", "5000"}, {"query_only", "1"}, {"temp_store", "2"},
+		} {
+			for _, v := range db.ReadPragmaOnEveryConn(t, p.name) {
+				if v != p.want {
+					t.Errorf("read conn PRAGMA %s = %s, want %s", p.name, v, p.want)
+				}
+			}
+		}
+	})
+}
+
+func TestWriteTimeoutIsUnavailable(t *testing.T) {
+	db, err := sqlite.Open(context.Background(), sqlite.Config{DSN: filepath.Join(t.TempDir(), "t.sqlite3"), WriterTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	release := db.HoldWriterTurn(t)
+	_, err = db.CreateUser(context.Background(), "late", "x")
+	release()
+	wantCode(t, err, loremnews.EUNAVAILABLE)
+	if s := db.Stats(); s.Writer.Abandoned != 1 {
+		t.Fatalf("abandoned = %d, want 1", s.Writer.Abandoned)
+	}
+	MustCreateUser(t, db, "ontime")
+}

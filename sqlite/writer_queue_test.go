@@ -1,0 +1,142 @@
+package sqlite
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitDepth waits until n writers are queued.
+func waitDepth(t *testing.T, q *writerQueue, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for q.stats().Depth != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue depth %d, want %d", q.stats().Depth, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestWriterQueueIsFIFO(t *testing.T) {
+	q := newWriterQueue()
+	release, err := q.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rel, err := q.acquire(context.Background())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			rel()
+		}()
+		waitDepth(t, q, i+1) // enqueue strictly one after another
+	}
+	release()
+	wg.Wait()
+	for i, got := range order {
+		if got != i {
+			t.Fatalf("turns taken in order %v, want 0..%d", order, n-1)
+		}
+	}
+	if s := q.stats(); s.Acquired != n+1 || s.MaxDepth != n || s.Depth != 0 {
+		t.Fatalf("stats = %+v", s)
+	}
+}
+
+func TestWriterQueueCancelledWaiterLeaves(t *testing.T) {
+	q := newWriterQueue()
+	release, _ := q.acquire(context.Background())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error)
+	go func() {
+		_, err := q.acquire(ctx)
+		gaveUp <- err
+	}()
+	waitDepth(t, q, 1)
+	got := make(chan struct{})
+	go func() {
+		rel, err := q.acquire(context.Background())
+		if err == nil {
+			rel()
+		}
+		close(got)
+	}()
+	waitDepth(t, q, 2)
+	cancel()
+	if err := <-gaveUp; err == nil {
+		t.Fatal("cancelled waiter got the turn")
+	}
+	waitDepth(t, q, 1)
+	release()
+	select {
+	case <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer behind a cancelled one never got its turn")
+	}
+	if s := q.stats(); s.Abandoned != 1 || s.Depth != 0 {
+		t.Fatalf("stats = %+v", s)
+	}
+	// The turn is free again.
+	rel, err := q.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel()
+}
+
+// TestWriterQueueMutualExclusion hammers the queue with cancellations and
+// checks that no two holders ever overlap and the turn is never lost.
+func TestWriterQueueMutualExclusion(t *testing.T) {
+	q := newWriterQueue()
+	var (
+		holders int
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+	)
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%7)*50*time.Microsecond)
+			defer cancel()
+			rel, err := q.acquire(ctx)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			holders++
+			if holders != 1 {
+				t.Errorf("%d holders at once", holders)
+			}
+			mu.Unlock()
+			time.Sleep(20 * time.Microsecond)
+			mu.Lock()
+			holders--
+			mu.Unlock()
+			rel()
+		}()
+	}
+	wg.Wait()
+	rel, err := q.acquire(context.Background())
+	if err != nil {
+		t.Fatal("turn lost:", err)
+	}
+	rel()
+}
