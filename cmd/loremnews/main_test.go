@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe to write from the server goroutine and
+// read from the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var listenRe = regexp.MustCompile(`listening on (http://\S+)`)
+
+// TestServeEndToEnd runs the real program's run function: serve on port 0
+// with a fresh database seeded on start, answer /up, the pages and a
+// benchmarking request, then shut down cleanly on cancel.
+func TestServeEndToEnd(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "storage", "e2e.sqlite3")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", dbPath, "--seed-if-empty", "--posts", "50", "--benchmarking"}, &stdout, &stderr)
+	}()
+
+	var base string
+	deadline := time.Now().Add(30 * time.Second)
+	for base == "" {
+		if m := listenRe.FindStringSubmatch(stdout.String()); m != nil {
+			base = m[1]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited early: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not start\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(stdout.String(), "seeded") || !strings.Contains(stdout.String(), "50 posts") {
+		t.Errorf("no seeding reported: %s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "benchmarking endpoints are ON") {
+		t.Errorf("no benchmarking warning: %s", stderr.String())
+	}
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/up"}, {"GET", "/"}, {"GET", "/posts/1"}, {"GET", "/users/1"}, {"POST", "/benchmarking/balanced"},
+	} {
+		req, _ := http.NewRequest(tc.method, base+tc.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("%s %s = %d", tc.method, tc.path, resp.StatusCode)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+	// A clean shutdown checkpoints the WAL into the file.
+	if fi, err := os.Stat(dbPath + "-wal"); err == nil && fi.Size() > 0 {
+		t.Errorf("WAL left with %d bytes after shutdown", fi.Size())
+	}
+}
+
+func TestSeedAndMigrateCommands(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "seeded.sqlite3")
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"seed", "--db", dbPath, "--users", "12", "--posts", "30", "--seed", "9"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "12 users, 30 posts") {
+		t.Fatalf("seed output: %s", out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"migrate", "--db", dbPath}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "0001_create_tables.sql") {
+		t.Fatalf("migrate output: %s", out.String())
+	}
+	t.Run("EnvironmentTwin", func(t *testing.T) {
+		t.Setenv("LOREM_DB", dbPath)
+		out.Reset()
+		if err := run(context.Background(), []string{"migrate"}, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), dbPath) {
+			t.Fatalf("LOREM_DB ignored: %s", out.String())
+		}
+	})
+}
+
+func TestVersionShowsCompileOptions(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"version"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "sqlite 3.") || !strings.Contains(out.String(), "compile options:") {
+		t.Fatalf("version output: %s", out.String())
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		"no command":        {args: nil, want: "no command"},
+		"unknown command":   {args: []string{"frobnicate"}, want: `unknown command "frobnicate"`},
+		"unknown flag":      {args: []string{"serve", "--nope"}, want: "flag provided but not defined: -nope"},
+		"bad duration":      {args: []string{"serve", "--writer-timeout", "soon"}, want: "invalid value"},
+		"bad profile":       {args: []string{"serve", "--profile", "turbo"}, want: `unknown --profile "turbo"`},
+		"postgres":          {args: []string{"migrate", "--db", "postgres://localhost/lorem"}, want: "PostgreSQL URLs are not supported yet"},
+		"remote bench":      {args: []string{"serve", "--addr", "0.0.0.0:0", "--benchmarking"}, want: "--allow-remote-benchmarking"},
+		"bad env":           {args: []string{"serve"}, env: map[string]string{"LOREM_READ_CONNS": "many"}, want: "$LOREM_READ_CONNS"},
+		"stray argument":    {args: []string{"seed", "extra"}, want: `unexpected argument "extra"`},
+		"bad log level":     {args: []string{"serve", "--log-level", "loud"}, want: "invalid --log-level"},
+		"negative users":    {args: []string{"seed", "--db", filepath.Join(dir, "x.db"), "--users", "0"}, want: "--users must be at least 1"},
+		"bcrypt cost range": {args: []string{"serve", "--bcrypt-cost", "99"}, want: "--bcrypt-cost must be between"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var stderr bytes.Buffer
+			err := run(context.Background(), tc.args, io.Discard, io.Discard)
+			if code := exitCode(err, &stderr); code != 2 {
+				t.Fatalf("exit code %d (err %v), want 2", code, err)
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("stderr %q lacks %q", stderr.String(), tc.want)
+			}
+			if lines := strings.Count(strings.TrimSpace(stderr.String()), "\n"); lines > 1 {
+				t.Fatalf("error is %d lines, want a message and a usage line:\n%s", lines+1, stderr.String())
+			}
+		})
+	}
+	t.Run("DatabaseIsADirectory", func(t *testing.T) {
+		var stderr bytes.Buffer
+		err := run(context.Background(), []string{"migrate", "--db", dir}, io.Discard, io.Discard)
+		if code := exitCode(err, &stderr); code != 1 || !strings.Contains(stderr.String(), "is a directory") {
+			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+	})
+	t.Run("HelpExitsZero", func(t *testing.T) {
+		for _, cmd := range append(commandNames(), "") {
+			args := []string{"--help"}
+			if cmd != "" {
+				args = []string{cmd, "--help"}
+			}
+			var out bytes.Buffer
+			err := run(context.Background(), args, &out, io.Discard)
+			if code := exitCode(err, io.Discard); code != 0 || out.Len() == 0 {
+				t.Errorf("%v: exit %d, output %q", args, code, out.String())
+			}
+			if cmd == "serve" && !strings.Contains(out.String(), "$LOREM_ADDR") {
+				t.Errorf("serve --help does not show environment twins:\n%s", out.String())
+			}
+		}
+	})
+}

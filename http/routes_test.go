@@ -1,0 +1,456 @@
+package http_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/seed"
+)
+
+func TestPublicPages(t *testing.T) {
+	site := newTestSite(t, siteOptions{})
+	b := site.browser()
+	post := site.ds.Posts[3]
+	author := site.ds.Users[post.UserID-1]
+
+	t.Run("Index", func(t *testing.T) {
+		r := b.get("/")
+		wantStatus(t, r, 200)
+		// newest first: the last seeded post leads
+		last := site.ds.Posts[len(site.ds.Posts)-1]
+		wantBody(t, r, html.EscapeString(last.Title), "Sign in", "ago")
+		if strings.Index(r.body, html.EscapeString(last.Title)) > strings.Index(r.body, html.EscapeString(site.ds.Posts[0].Title)) {
+			t.Fatal("index is not newest first")
+		}
+	})
+	t.Run("Post", func(t *testing.T) {
+		r := b.get(fmt.Sprintf("/posts/%d", post.ID))
+		wantStatus(t, r, 200)
+		wantBody(t, r, html.EscapeString(post.Title), author.ScreenName, "<p>", "Sign in</a> to comment")
+		if strings.Contains(r.body, "/edit") {
+			t.Fatal("a visitor sees Edit links")
+		}
+	})
+	t.Run("User", func(t *testing.T) {
+		r := b.get(fmt.Sprintf("/users/%d", author.ID))
+		wantStatus(t, r, 200)
+		wantBody(t, r, author.ScreenName, "Joined", "Comments")
+		if strings.Contains(r.body, "Delete my account") {
+			t.Fatal("a visitor sees the account controls")
+		}
+	})
+	t.Run("Up", func(t *testing.T) {
+		r := b.get("/up")
+		wantStatus(t, r, 200)
+		wantBody(t, r, "OK")
+	})
+	t.Run("Static", func(t *testing.T) {
+		r := b.get("/static/style.css")
+		wantStatus(t, r, 200)
+		wantBody(t, r, "--accent")
+	})
+	t.Run("SecurityHeaders", func(t *testing.T) {
+		r := b.get("/")
+		for k, want := range map[string]string{
+			"X-Content-Type-Options": "nosniff",
+			"Referrer-Policy":        "same-origin",
+		} {
+			if got := r.header.Get(k); got != want {
+				t.Errorf("%s = %q, want %q", k, got, want)
+			}
+		}
+		csp := r.header.Get("Content-Security-Policy")
+		if !strings.Contains(csp, "frame-ancestors 'none'") || strings.Contains(csp, "unsafe-inline") {
+			t.Errorf("CSP = %q", csp)
+		}
+	})
+	t.Run("UnknownIDsAre404", func(t *testing.T) {
+		for _, path := range []string{
+			"/posts/99999", "/posts/0", "/posts/-1", "/posts/abc", "/posts/99999999999999999999999",
+			"/users/99999", "/users/x", "/comments/99999/edit", "/no/such/page",
+		} {
+			r := b.get(path)
+			if r.status != 404 && !(strings.HasPrefix(path, "/comments") && r.status == 303) {
+				t.Errorf("GET %s = %d, want 404", path, r.status)
+			}
+		}
+	})
+}
+
+func TestSignUpInOut(t *testing.T) {
+	site := newTestSite(t, siteOptions{})
+
+	t.Run("SignUp", func(t *testing.T) {
+		b := site.browser()
+		r := b.post("/signup", url.Values{"screen_name": {"newcomer"}, "password": {"longenough"}})
+		wantRedirect(t, r, "/")
+		r = b.get("/")
+		wantBody(t, r, "newcomer", "Sign out", "Welcome to Lorem News.")
+	})
+	for name, tc := range map[string]struct {
+		form url.Values
+		msg  string
+	}{
+		"Taken":         {url.Values{"screen_name": {"NEWCOMER"}, "password": {"longenough"}}, "Screen name has already been taken."},
+		"ShortPassword": {url.Values{"screen_name": {"shorty"}, "password": {"Xq7#z"}}, "Password is too short"},
+		"BlankName":     {url.Values{"screen_name": {"   "}, "password": {"longenough"}}, "Screen name can&#39;t be blank."},
+		"BadChars":      {url.Values{"screen_name": {"a b<c"}, "password": {"longenough"}}, "may only contain"},
+	} {
+		t.Run("Invalid"+name, func(t *testing.T) {
+			r := site.browser().post("/signup", tc.form)
+			wantStatus(t, r, http.StatusUnprocessableEntity)
+			wantBody(t, r, tc.msg, `value="`+html.EscapeString(strings.TrimSpace(tc.form.Get("screen_name")))+`"`)
+			if strings.Contains(r.body, tc.form.Get("password")) {
+				t.Fatal("password echoed back")
+			}
+		})
+	}
+	t.Run("SignInWrongPassword", func(t *testing.T) {
+		name := site.ds.Users[0].ScreenName
+		r := site.browser().post("/signin", url.Values{"screen_name": {name}, "password": {"wrong-password"}})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantBody(t, r, "Wrong screen name or password.", `value="`+name+`"`)
+		r = site.browser().post("/signin", url.Values{"screen_name": {"nobody-here"}, "password": {"password"}})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantBody(t, r, "Wrong screen name or password.")
+	})
+	t.Run("SignInReturnsToPage", func(t *testing.T) {
+		b := site.browser()
+		r := b.post("/signin", url.Values{"screen_name": {site.ds.Users[0].ScreenName}, "password": {seed.Password}, "return_to": {"/posts/2"}})
+		wantRedirect(t, r, "/posts/2")
+		r = b.post("/signin", url.Values{"screen_name": {site.ds.Users[0].ScreenName}, "password": {seed.Password}, "return_to": {"//evil.example/"}})
+		if r.location() != "/" {
+			t.Fatalf("open redirect: Location %q", r.location())
+		}
+	})
+	t.Run("SessionCookie", func(t *testing.T) {
+		b := site.browser()
+		r := b.post("/signin", url.Values{"screen_name": {site.ds.Users[1].ScreenName}, "password": {seed.Password}})
+		var c *http.Cookie
+		for _, ck := range (&http.Response{Header: r.header}).Cookies() {
+			if ck.Name == "lorem_session" {
+				c = ck
+			}
+		}
+		if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || len(c.Value) < 40 {
+			t.Fatalf("session cookie = %+v", c)
+		}
+		// A forged cookie signs no one in.
+		forged := site.browser()
+		u, _ := url.Parse(site.srv.URL)
+		forged.client.Jar.SetCookies(u, []*http.Cookie{{Name: "lorem_session", Value: c.Value[:len(c.Value)-2] + "xx"}})
+		wantBody(t, forged.get("/"), "Sign in")
+	})
+	t.Run("SignOut", func(t *testing.T) {
+		b := site.browser()
+		b.signIn(2)
+		wantBody(t, b.get("/"), "Sign out")
+		wantRedirect(t, b.post("/signout", nil), "/")
+		r := b.get("/")
+		wantBody(t, r, "Sign in", "You are signed out.")
+		wantRedirect(t, b.post("/signout", nil), "/signin")
+	})
+}
+
+var postIDRe = regexp.MustCompile(`^/posts/(\d+)`)
+
+func TestPosts(t *testing.T) {
+	site := newTestSite(t, siteOptions{})
+	owner, other, visitor := site.browser(), site.browser(), site.browser()
+	owner.signIn(0)
+	other.signIn(1)
+
+	t.Run("VisitorIsSentToSignIn", func(t *testing.T) {
+		wantRedirect(t, visitor.get("/posts/new"), "/signin?return_to=%2Fposts%2Fnew")
+		wantRedirect(t, visitor.post("/posts", url.Values{"title": {"Sneaky post"}}), "/signin")
+		wantRedirect(t, visitor.get("/posts/1/edit"), "/signin")
+		wantRedirect(t, visitor.post("/posts/1/delete", nil), "/signin")
+	})
+
+	wantStatus(t, owner.get("/posts/new"), 200)
+	r := owner.post("/posts", url.Values{"title": {"My brand new post"}, "description": {"Para one.\n\nPara two."}})
+	wantRedirect(t, r, "/posts/")
+	path := postIDRe.FindString(r.location())
+	r = owner.get(path)
+	wantStatus(t, r, 200)
+	wantBody(t, r, "My brand new post", "<p>Para one.</p>", "<p>Para two.</p>", "by you", "Edit", "Delete")
+
+	t.Run("Invalid", func(t *testing.T) {
+		r := owner.post("/posts", url.Values{"title": {"abc"}, "description": {"kept text"}})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantBody(t, r, "Title is too short (minimum is 5 characters).", `value="abc"`, "kept text")
+		r = owner.post("/posts", url.Values{"title": {"My brand new post"}, "description": {"dup"}})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantBody(t, r, "Title has already been taken.")
+		r = owner.post("/posts", url.Values{"title": {"   "}})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantBody(t, r, "Title can&#39;t be blank.")
+	})
+	t.Run("OthersGet403", func(t *testing.T) {
+		wantStatus(t, other.get(path+"/edit"), 403)
+		wantStatus(t, other.post(path, url.Values{"title": {"Hijacked title"}}), 403)
+		wantStatus(t, other.post(path+"/delete", nil), 403)
+		if strings.Contains(other.get(path).body, path+"/edit") {
+			t.Fatal("others see the Edit link")
+		}
+	})
+	t.Run("UnknownIs404", func(t *testing.T) {
+		wantStatus(t, owner.get("/posts/99999/edit"), 404)
+		wantStatus(t, owner.post("/posts/99999", url.Values{"title": {"Whatever title"}}), 404)
+		wantStatus(t, owner.post("/posts/99999/delete", nil), 404)
+	})
+	t.Run("Edit", func(t *testing.T) {
+		r := owner.get(path + "/edit")
+		wantStatus(t, r, 200)
+		wantBody(t, r, `value="My brand new post"`)
+		r = owner.post(path, url.Values{"title": {"x"}, "description": {"keep me"}})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantBody(t, r, "Title is too short", "keep me")
+		wantRedirect(t, owner.post(path, url.Values{"title": {"My edited post"}, "description": {"Edited."}}), path)
+		wantBody(t, owner.get(path), "My edited post", "Edited.")
+	})
+	t.Run("EscapesHTML", func(t *testing.T) {
+		r := owner.post("/posts", url.Values{"title": {`<script>alert("x")</script>`}, "description": {`<img src=x onerror=alert(1)>`}})
+		wantRedirect(t, r, "/posts/")
+		r = owner.get(postIDRe.FindString(r.location()))
+		wantBody(t, r, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;", "&lt;img src=x onerror=alert(1)&gt;")
+		if strings.Contains(r.body, "<script>") || strings.Contains(r.body, "<img") {
+			t.Fatal("user HTML rendered unescaped")
+		}
+	})
+	t.Run("Delete", func(t *testing.T) {
+		wantRedirect(t, owner.post(path+"/delete", nil), "/")
+		wantBody(t, owner.get("/"), "The post was deleted.")
+		// The deleted post's link leads to the front page with a notice.
+		r := owner.get(path)
+		wantRedirect(t, r, "/")
+		wantBody(t, owner.get("/"), "That post has been deleted.")
+		wantStatus(t, owner.post(path+"/delete", nil), 404)
+		if c, _ := site.db.CheckConsistency(context.Background()); !c.OK() {
+			t.Fatalf("inconsistent: %+v", c)
+		}
+	})
+}
+
+var commentIDRe = regexp.MustCompile(`#comment-(\d+)$`)
+
+func TestComments(t *testing.T) {
+	site := newTestSite(t, siteOptions{})
+	owner, other, visitor := site.browser(), site.browser(), site.browser()
+	owner.signIn(0)
+	other.signIn(1)
+	post := site.ds.Posts[0]
+	postPath := fmt.Sprintf("/posts/%d", post.ID)
+
+	wantRedirect(t, visitor.post(postPath+"/comments", url.Values{"body": {"anonymous words"}}), "/signin")
+	r := owner.post(postPath+"/comments", url.Values{"body": {"A thoughtful comment"}})
+	wantRedirect(t, r, postPath+"#comment-")
+	id := commentIDRe.FindStringSubmatch(r.location())[1]
+	cpath := "/comments/" + id
+	r = owner.get(postPath)
+	wantBody(t, r, "A thoughtful comment", cpath+"/edit", fmt.Sprintf("%d comments", len(commentsOf(site, post.ID))+1))
+
+	t.Run("Invalid", func(t *testing.T) {
+		r := owner.post(postPath+"/comments", url.Values{"body": {"shrt"}})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantBody(t, r, "Comment is too short (minimum is 5 characters).", ">shrt</textarea>", html.EscapeString(post.Title))
+		wantStatus(t, owner.post("/posts/99999/comments", url.Values{"body": {"On nothing at all"}}), 404)
+	})
+	t.Run("OthersGet403", func(t *testing.T) {
+		wantStatus(t, other.get(cpath+"/edit"), 403)
+		wantStatus(t, other.post(cpath, url.Values{"body": {"Hijacked comment"}}), 403)
+		wantStatus(t, other.post(cpath+"/delete", nil), 403)
+	})
+	t.Run("UnknownIs404", func(t *testing.T) {
+		wantStatus(t, owner.get("/comments/99999/edit"), 404)
+		wantStatus(t, owner.post("/comments/99999", url.Values{"body": {"Whatever body"}}), 404)
+		wantStatus(t, owner.post("/comments/99999/delete", nil), 404)
+	})
+	t.Run("Edit", func(t *testing.T) {
+		wantBody(t, owner.get(cpath+"/edit"), "A thoughtful comment")
+		r := owner.post(cpath, url.Values{"body": {"no"}})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantBody(t, r, "Comment is too short", ">no</textarea>")
+		wantRedirect(t, owner.post(cpath, url.Values{"body": {"An edited comment"}}), postPath+"#comment-"+id)
+		wantBody(t, owner.get(postPath), "An edited comment")
+	})
+	t.Run("Delete", func(t *testing.T) {
+		wantRedirect(t, owner.post(cpath+"/delete", nil), postPath)
+		r := owner.get(postPath)
+		if strings.Contains(r.body, "An edited comment") {
+			t.Fatal("deleted comment still shown")
+		}
+		wantStatus(t, owner.post(cpath+"/delete", nil), 404)
+		if c, _ := site.db.CheckConsistency(context.Background()); !c.OK() {
+			t.Fatalf("inconsistent: %+v", c)
+		}
+	})
+}
+
+func commentsOf(site *testSite, postID int64) (out []*loremnews.Comment) {
+	for _, c := range site.ds.Comments {
+		if c.PostID == postID {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func TestAccount(t *testing.T) {
+	site := newTestSite(t, siteOptions{})
+	me, myOtherBrowser, other := site.browser(), site.browser(), site.browser()
+	me.signIn(0)
+	myOtherBrowser.signIn(0)
+	other.signIn(1)
+	myID := site.ds.Users[0].ID
+	myPath := fmt.Sprintf("/users/%d", myID)
+	otherPath := fmt.Sprintf("/users/%d", site.ds.Users[1].ID)
+
+	t.Run("OwnPageHasControls", func(t *testing.T) {
+		r := me.get(myPath)
+		wantStatus(t, r, 200)
+		wantBody(t, r, "Edit profile", "Delete my account", "Your signed-in browsers", "this browser", "Revoke")
+		if strings.Contains(other.get(myPath).body, "Delete my account") {
+			t.Fatal("others see my account controls")
+		}
+	})
+	t.Run("OthersGet403", func(t *testing.T) {
+		wantStatus(t, me.get(otherPath+"/edit"), 403)
+		wantStatus(t, me.post(otherPath, url.Values{"screen_name": {"hijack"}}), 403)
+		wantStatus(t, me.post(otherPath+"/delete", nil), 403)
+	})
+	t.Run("Edit", func(t *testing.T) {
+		wantStatus(t, me.get(myPath+"/edit"), 200)
+		r := me.post(myPath, url.Values{"screen_name": {site.ds.Users[1].ScreenName}, "about": {"kept about"}})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantBody(t, r, "Screen name has already been taken.", "kept about")
+		r = me.post(myPath, url.Values{"screen_name": {"renamed"}, "about": {"x"}, "password": {"short"}})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantBody(t, r, "Password is too short")
+		wantRedirect(t, me.post(myPath, url.Values{"screen_name": {"renamed"}, "about": {"Hello there."}, "password": {"a new password"}}), myPath)
+		wantBody(t, me.get(myPath), "renamed", "Hello there.", "Your profile was saved.")
+		// the new password works
+		b := site.browser()
+		wantRedirect(t, b.post("/signin", url.Values{"screen_name": {"renamed"}, "password": {"a new password"}}), "/")
+	})
+	t.Run("RevokeSessionSignsThatBrowserOut", func(t *testing.T) {
+		r := me.get(myPath)
+		ids := regexp.MustCompile(`action="/sessions/(\d+)/delete"`).FindAllStringSubmatch(r.body, -1)
+		if len(ids) < 1 {
+			t.Fatalf("no revoke buttons:\n%s", r.body)
+		}
+		// Someone else cannot revoke my session.
+		wantStatus(t, other.post("/sessions/"+ids[0][1]+"/delete", nil), 404)
+		for _, m := range ids {
+			wantRedirect(t, me.post("/sessions/"+m[1]+"/delete", nil), myPath)
+		}
+		wantBody(t, myOtherBrowser.get("/"), "Sign in")
+		wantBody(t, me.get("/"), "Sign out")
+	})
+	t.Run("DeleteAccount", func(t *testing.T) {
+		wantRedirect(t, me.post(myPath+"/delete", nil), "/")
+		wantBody(t, me.get("/"), "Sign in", "Your account was deleted.")
+		wantStatus(t, me.get(myPath), 404)
+		if c, _ := site.db.CheckConsistency(context.Background()); !c.OK() {
+			t.Fatalf("inconsistent: %+v", c)
+		}
+	})
+}
+
+func TestCSRF(t *testing.T) {
+	site := newTestSite(t, siteOptions{})
+	b := site.browser()
+	b.signIn(0)
+	form := url.Values{"title": {"A post without token"}}
+	t.Run("Missing", func(t *testing.T) {
+		r := b.postRaw("/posts", form)
+		wantStatus(t, r, 403)
+		wantBody(t, r, "security token")
+	})
+	t.Run("Wrong", func(t *testing.T) {
+		f := url.Values{"title": {"A post with bad token"}, "csrf_token": {strings.Repeat("A", 43)}}
+		wantStatus(t, b.postRaw("/posts", f), 403)
+	})
+	t.Run("CrossOrigin", func(t *testing.T) {
+		f := url.Values{"title": {"A cross-site post"}, "csrf_token": {b.csrf()}}
+		req, _ := http.NewRequest(http.MethodPost, site.srv.URL+"/posts", strings.NewReader(f.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		wantStatus(t, b.do(req), 403)
+	})
+	t.Run("SignInNeedsTokenToo", func(t *testing.T) {
+		wantStatus(t, site.browser().postRaw("/signin", url.Values{"screen_name": {"x"}, "password": {"y"}}), 403)
+	})
+	recent, _ := site.db.RecentPosts(context.Background(), 100)
+	for _, p := range recent {
+		if strings.Contains(p.Title, "token") || strings.Contains(p.Title, "cross-site") {
+			t.Fatalf("a rejected form created %q", p.Title)
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	site := newTestSite(t, siteOptions{})
+	b := site.browser()
+	b.signIn(0)
+	r := b.post("/posts", url.Values{"title": {"A huge post"}, "description": {strings.Repeat("x", 100<<10)}})
+	wantStatus(t, r, http.StatusRequestEntityTooLarge)
+	r = b.post("/posts", url.Values{"title": {"Bad \xff UTF-8"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantBody(t, r, "not valid UTF-8")
+}
+
+func TestBenchmarkingEndpoints(t *testing.T) {
+	t.Run("OffByDefault", func(t *testing.T) {
+		site := newTestSite(t, siteOptions{})
+		wantStatus(t, site.browser().postRaw("/benchmarking/balanced", nil), 404)
+	})
+	site := newTestSite(t, siteOptions{benchmarking: true})
+	b := site.browser()
+	for action, want := range map[string]string{
+		"post_create": "/posts/", "comment_create": "/posts/", "post_destroy": "/", "comment_destroy": "/posts/",
+		"post_show": "200", "posts_index": "200", "user_show": "200",
+	} {
+		t.Run(action, func(t *testing.T) {
+			r := b.postRaw("/benchmarking/"+action, nil)
+			if want == "200" {
+				wantStatus(t, r, 200)
+				wantBody(t, r, "Lorem News")
+			} else {
+				wantRedirect(t, r, want)
+			}
+		})
+	}
+	t.Run("PostCreateDescribesHeaders", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, site.srv.URL+"/benchmarking/post_create", nil)
+		req.Header.Set("User-Agent", "bench-test/1.0")
+		r := b.do(req)
+		wantRedirect(t, r, "/posts/")
+		page := b.get(r.location())
+		wantBody(t, page, "Post ", "User-Agent: bench-test/1.0")
+	})
+	t.Run("Mixes", func(t *testing.T) {
+		for _, mix := range []string{"read_heavy", "write_heavy", "balanced"} {
+			for range 20 {
+				r := b.postRaw("/benchmarking/"+mix, nil)
+				if r.status != 200 && r.status != 303 {
+					t.Fatalf("%s: %d\n%s", mix, r.status, r.body)
+				}
+			}
+		}
+	})
+	t.Run("UnknownAction", func(t *testing.T) {
+		wantStatus(t, b.postRaw("/benchmarking/drop_tables", nil), 404)
+		wantStatus(t, b.get("/benchmarking/balanced"), 404)
+	})
+	if c, err := site.db.CheckConsistency(context.Background()); err != nil || !c.OK() {
+		t.Fatalf("inconsistent: %+v, %v", c, err)
+	}
+}

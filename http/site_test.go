@@ -1,0 +1,167 @@
+package http_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	lnhttp "github.com/loremnews/loremnews/http"
+	"github.com/loremnews/loremnews/seed"
+	"github.com/loremnews/loremnews/sqlite"
+)
+
+// testSite is a real SQLite store behind the real handler on a loopback port.
+type testSite struct {
+	t   testing.TB
+	db  *sqlite.DB
+	ds  *seed.Dataset
+	srv *httptest.Server
+}
+
+type siteOptions struct {
+	profile      sqlite.Profile
+	benchmarking bool
+	users, posts int
+}
+
+// newTestSite opens a fresh database, seeds it (bcrypt cost 4: fast) and
+// serves it until the test ends.
+func newTestSite(t testing.TB, opt siteOptions) *testSite {
+	t.Helper()
+	if opt.users == 0 {
+		opt.users, opt.posts = 10, 20
+	}
+	db, err := sqlite.Open(context.Background(), sqlite.Config{DSN: filepath.Join(t.TempDir(), "site.sqlite3"), Profile: opt.profile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ds, err := seed.Generate(seed.Config{Users: opt.users, Posts: opt.posts, Seed: 3, BcryptCost: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.LoadDataset(context.Background(), ds.Users, ds.Posts, ds.Comments); err != nil {
+		t.Fatal(err)
+	}
+	h, err := lnhttp.NewHandler(db, lnhttp.Config{Benchmarking: opt.benchmarking, BcryptCost: 4, MaxBodyBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &testSite{t: t, db: db, ds: ds, srv: srv}
+}
+
+// browser is one visitor: a cookie jar and no automatic redirects, so
+// tests see each 303.
+type browser struct {
+	t      testing.TB
+	site   *testSite
+	client *http.Client
+}
+
+func (s *testSite) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: s.t, site: s, client: &http.Client{
+		Jar:           jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (r *response) location() string { return r.header.Get("Location") }
+
+func (b *browser) do(req *http.Request) *response {
+	b.t.Helper()
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: string(body)}
+}
+
+func (b *browser) get(path string) *response {
+	b.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, b.site.srv.URL+path, nil)
+	return b.do(req)
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+
+// csrf loads a page and returns the form token in it.
+func (b *browser) csrf() string {
+	b.t.Helper()
+	r := b.get("/signin")
+	m := csrfRe.FindStringSubmatch(r.body)
+	if m == nil {
+		b.t.Fatal("no CSRF token on the sign-in page")
+	}
+	return m[1]
+}
+
+// post submits a form with a valid CSRF token.
+func (b *browser) post(path string, form url.Values) *response {
+	b.t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("csrf_token", b.csrf())
+	return b.postRaw(path, form)
+}
+
+// postRaw submits a form as given.
+func (b *browser) postRaw(path string, form url.Values) *response {
+	b.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, b.site.srv.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return b.do(req)
+}
+
+// signIn signs in as the seeded user with index i.
+func (b *browser) signIn(i int) {
+	b.t.Helper()
+	r := b.post("/signin", url.Values{"screen_name": {b.site.ds.Users[i].ScreenName}, "password": {seed.Password}})
+	if r.status != http.StatusSeeOther {
+		b.t.Fatalf("sign in: status %d\n%s", r.status, r.body)
+	}
+}
+
+func wantStatus(t testing.TB, r *response, want int) {
+	t.Helper()
+	if r.status != want {
+		t.Fatalf("status %d, want %d\n%.2000s", r.status, want, r.body)
+	}
+}
+
+func wantBody(t testing.TB, r *response, substrings ...string) {
+	t.Helper()
+	for _, s := range substrings {
+		if !strings.Contains(r.body, s) {
+			t.Fatalf("body lacks %q\n%.3000s", s, r.body)
+		}
+	}
+}
+
+func wantRedirect(t testing.TB, r *response, prefix string) {
+	t.Helper()
+	if r.status != http.StatusSeeOther || !strings.HasPrefix(r.location(), prefix) {
+		t.Fatalf("got %d → %q, want 303 → %s…\n%.1000s", r.status, r.location(), prefix, r.body)
+	}
+}
