@@ -32,12 +32,15 @@ run: build
 test-deps:
 	scripts/install-test-deps
 
-lint:
-	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above"; exit 1)
+lint: test-deps
+	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt needed on the files above"; exit 1)
 	$(GO) vet ./...
+	bin/tools/staticcheck ./...
 
+# Every test, with the race detector. The browser test saves its screenshot
+# in test-artifacts/.
 test: test-deps lint
-	$(GO) test -race -count=1 -timeout 30m ./...
+	LOREM_TEST_ARTIFACTS=$(CURDIR)/test-artifacts $(GO) test -race -count=1 -timeout 30m ./...
 
 clean:
 	rm -rf bin

@@ -58,10 +58,9 @@ func (d *dbFlags) open(ctx context.Context) (*sqlite.DB, error) {
 
 // seedFlags size the demo data set.
 type seedFlags struct {
-	seed       uint64
-	users      int
-	posts      int
-	bcryptCost int
+	seed  uint64
+	users int
+	posts int
 }
 
 func (s *seedFlags) register(fs *flagSet) {

@@ -44,8 +44,7 @@ func (fs *flagSet) twin(flagName, envName string) { fs.env[flagName] = envName }
 // Any mistake is a usageError naming the flag or variable.
 func (fs *flagSet) parse(args []string) error {
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
+		if errors.Is(err, flag.ErrHelp) { // Parse has printed the usage
 			return err
 		}
 		return &usageError{msg: err.Error(), usage: fs.usage}

@@ -1,0 +1,153 @@
+package http_test
+
+import (
+	"context"
+
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath finds Debian's chromium; scripts/install-test-deps installs it.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("LOREM_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if p == "" {
+			continue
+		}
+		if _, err := exec.LookPath(p); err == nil {
+			return p
+		}
+	}
+	t.Fatal("chromium not found: run scripts/install-test-deps (make test does), or set LOREM_CHROMIUM")
+	return ""
+}
+
+// TestBrowserJourney drives a real headless Chromium through the site with
+// no JavaScript of ours: sign in as a seeded user, write a post, comment on
+// it, delete the comment, sign out. It saves a screenshot of the post page.
+func TestBrowserJourney(t *testing.T) {
+	site := newTestSite(t, siteOptions{})
+	user := site.ds.Users[0]
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1100, 1400),
+		// The machine has no internet: keep Chromium from trying.
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+	)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	// The first action starts the browser; its context must not time out
+	// (that would stop the browser), so bound each step instead.
+	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+		defer scancel()
+		if err := chromedp.Do(sctx, actions...); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+		defer scancel()
+		s, err := chromedp.Run(sctx, chromedp.Text(sel))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return s
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(site.srv.URL+"/signin")); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+
+	step("sign in",
+		chromedp.SendKeys("#screen-name", user.ScreenName),
+		chromedp.SendKeys("#password", "password"),
+		chromedp.Click("#auth-form button"),
+		chromedp.WaitVisible(`a[href="/posts/new"]`),
+	)
+	if got := text("header.site nav"); !strings.Contains(got, user.ScreenName) {
+		t.Fatalf("after sign-in the header says %q", got)
+	}
+
+	title := "A post written in a real browser"
+	step("create post",
+		chromedp.Click(`a[href="/posts/new"]`),
+		chromedp.WaitVisible("#post-title"),
+		chromedp.SendKeys("#post-title", title),
+		chromedp.SendKeys("#post-description", "First paragraph from Chromium.\n\nSecond paragraph."),
+		chromedp.Click("#post-form button"),
+		chromedp.WaitVisible("article.post h1"),
+	)
+	if got := text("article.post h1"); got != title {
+		t.Fatalf("post page title %q", got)
+	}
+
+	comment := "A comment typed into Chromium"
+	step("comment",
+		chromedp.SendKeys("#comment-body", comment),
+		chromedp.Click("#comment-form button"),
+		chromedp.WaitVisible("ol.comment-list li"),
+	)
+	if got := text("ol.comment-list li .body"); got != comment {
+		t.Fatalf("comment shows %q", got)
+	}
+	if got := text("#comments h2"); got != "1 comment" {
+		t.Fatalf("comment count says %q", got)
+	}
+
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := os.Getenv("LOREM_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("..", "test-artifacts")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shotPath := filepath.Join(dir, "browser-post-page.png")
+	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of the post page: %s (%d bytes)", shotPath, len(shot))
+
+	step("delete comment",
+		chromedp.Click("ol.comment-list li form button"),
+		chromedp.WaitVisible("p.flash"),
+	)
+	if got := text("p.flash"); got != "The comment was deleted." {
+		t.Fatalf("flash says %q", got)
+	}
+	if got := text("#comments h2"); got != "0 comments" {
+		t.Fatalf("after delete the count says %q", got)
+	}
+
+	step("sign out",
+		chromedp.Click("header.site nav form button"),
+		chromedp.WaitVisible(`header.site a[href="/signin"]`),
+	)
+	if got := text("p.flash"); got != "You are signed out." {
+		t.Fatalf("flash says %q", got)
+	}
+	c, err := site.db.CheckConsistency(context.Background())
+	if err != nil || !c.OK() {
+		t.Fatalf("inconsistent: %+v, %v", c, err)
+	}
+
+}
