@@ -1,0 +1,67 @@
+package loremnews_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/loremnews/loremnews"
+)
+
+func TestValidation(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err  error
+		want string // "" = valid
+	}{
+		"post ok":            {loremnews.PostInput{Title: "Hello"}.Validate(), ""},
+		"post short":         {loremnews.PostInput{Title: "Hey"}.Validate(), "Title is too short (minimum is 5 characters)."},
+		"post blank":         {normalizedPost("   ", "").Validate(), "Title can't be blank."},
+		"post long":          {loremnews.PostInput{Title: strings.Repeat("x", 201)}.Validate(), "Title is too long"},
+		"post runes":         {loremnews.PostInput{Title: "héllo"}.Validate(), ""},
+		"post bad utf8":      {loremnews.PostInput{Title: "bad \xff title"}.Validate(), "Title is not valid UTF-8 text."},
+		"description long":   {loremnews.PostInput{Title: "Hello", Description: strings.Repeat("x", 20_001)}.Validate(), "Description is too long"},
+		"comment short":      {loremnews.CommentInput{Body: "abcd"}.Validate(), "Comment is too short"},
+		"comment ok":         {loremnews.CommentInput{Body: "abcde"}.Validate(), ""},
+		"signup ok":          {loremnews.SignUpInput{ScreenName: "ann_1.x", Password: "12345678"}.Validate(), ""},
+		"signup short pw":    {loremnews.SignUpInput{ScreenName: "ann", Password: "1234567"}.Validate(), "Password is too short"},
+		"signup long pw":     {loremnews.SignUpInput{ScreenName: "ann", Password: strings.Repeat("p", 73)}.Validate(), "Password is too long"},
+		"signup space":       {loremnews.SignUpInput{ScreenName: "a b", Password: "12345678"}.Validate(), "may only contain"},
+		"signup html":        {loremnews.SignUpInput{ScreenName: "<b>", Password: "12345678"}.Validate(), "may only contain"},
+		"profile no pw":      {loremnews.ProfileInput{ScreenName: "ann"}.Validate(), ""},
+		"profile short pw":   {loremnews.ProfileInput{ScreenName: "ann", Password: "x"}.Validate(), "Password is too short"},
+		"profile long about": {loremnews.ProfileInput{ScreenName: "ann", About: strings.Repeat("a", 2001)}.Validate(), "About is too long"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if tc.want == "" {
+				if tc.err != nil {
+					t.Fatalf("got %v, want valid", tc.err)
+				}
+				return
+			}
+			if loremnews.ErrorCode(tc.err) != loremnews.EINVALID || !strings.Contains(loremnews.ErrorMessage(tc.err), tc.want) {
+				t.Fatalf("got %v, want EINVALID %q", tc.err, tc.want)
+			}
+		})
+	}
+}
+
+func normalizedPost(title, desc string) loremnews.PostInput {
+	in := loremnews.PostInput{Title: title, Description: desc}
+	in.Normalize()
+	return in
+}
+
+func TestErrorCodeAndMessage(t *testing.T) {
+	wrapped := fmt.Errorf("find post 3: %w", loremnews.Errorf(loremnews.ENOTFOUND, "Post not found."))
+	if loremnews.ErrorCode(wrapped) != loremnews.ENOTFOUND || loremnews.ErrorMessage(wrapped) != "Post not found." {
+		t.Fatalf("wrapped: %q %q", loremnews.ErrorCode(wrapped), loremnews.ErrorMessage(wrapped))
+	}
+	internal := errors.New("disk I/O error at /secret/path")
+	if loremnews.ErrorCode(internal) != loremnews.EINTERNAL || strings.Contains(loremnews.ErrorMessage(internal), "secret") {
+		t.Fatalf("internal error leaks: %q", loremnews.ErrorMessage(internal))
+	}
+	if loremnews.ErrorCode(nil) != "" || loremnews.ErrorMessage(nil) != "" {
+		t.Fatal("nil error has a code")
+	}
+}
