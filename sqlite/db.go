@@ -231,16 +231,19 @@ func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
 //     busy timeout can help it);
 //  3. fn, then COMMIT. Any error rolls back.
 func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	ctx, cancel := context.WithTimeout(ctx, db.writerTimeout)
-	defer cancel()
+	// WriterTimeout bounds the wait for the turn and the lock, not the
+	// transaction itself (a large seed may take longer).
+	deadline := time.Now().Add(db.writerTimeout)
 	if db.queue != nil {
-		release, err := db.queue.acquire(ctx)
+		qctx, cancel := context.WithDeadline(ctx, deadline)
+		release, err := db.queue.acquire(qctx)
+		cancel()
 		if err != nil {
 			return mapError(fmt.Errorf("wait for writer turn: %w", err))
 		}
 		defer release()
 	}
-	tx, err := db.beginWrite(ctx)
+	tx, err := db.beginWrite(ctx, deadline)
 	if err != nil {
 		return mapError(fmt.Errorf("begin: %w", err))
 	}
@@ -256,12 +259,12 @@ func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // beginWrite starts a write transaction. Where the profile polls, a BEGIN
 // IMMEDIATE that finds the lock held by another process is retried every
-// busyPollInterval until the context ends; elsewhere SQLite's busy handler
-// does the waiting inside the BEGIN.
-func (db *DB) beginWrite(ctx context.Context) (*sql.Tx, error) {
+// busyPollInterval until the deadline; elsewhere SQLite's busy handler does
+// the waiting inside the BEGIN. The transaction lives as long as ctx.
+func (db *DB) beginWrite(ctx context.Context, deadline time.Time) (*sql.Tx, error) {
 	for {
 		tx, err := db.writeDB.BeginTx(ctx, nil)
-		if err == nil || !db.spec.pollBusy || !isBusy(err) {
+		if err == nil || !db.spec.pollBusy || !isBusy(err) || time.Now().After(deadline) {
 			return tx, err
 		}
 		db.busyRetries.Add(1)
