@@ -69,6 +69,7 @@ func (h *Handler) benchmark(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, notFound(fmt.Sprintf("No benchmarking action %q; try one of %s.", r.PathValue("action"), strings.Join(BenchmarkActions(), ", "))))
 		return
 	}
+	setRouteLabel(r, "POST /benchmarking/"+name)
 	if err := action(h, w, r); err != nil {
 		h.renderError(w, r, err)
 	}

@@ -27,6 +27,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// Logger receives errors and, at debug level, every request.
 	Logger *slog.Logger
+	// Observer, if set, is told about every answered request.
+	Observer RequestObserver
+	// Metrics, if set, is served at GET /metrics.
+	Metrics http.Handler
 }
 
 // Handler is the whole site as one http.Handler.
@@ -73,7 +77,7 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		origin: http.NewCrossOriginProtection(),
 	}
 	h.routes()
-	h.root = h.recoverPanics(h.logRequests(h.securityHeaders(h.limitBody(h.mux))))
+	h.root = h.recoverPanics(h.instrument(h.securityHeaders(h.limitBody(h.mux))))
 	return h, nil
 }
 

@@ -14,6 +14,9 @@ func (h *Handler) routes() {
 	static, _ := fs.Sub(staticFS, "static")
 	m.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
 	m.HandleFunc("GET /up", h.up)
+	if h.cfg.Metrics != nil {
+		m.Handle("GET /metrics", h.cfg.Metrics)
+	}
 
 	m.Handle("GET /{$}", h.page(h.index))
 

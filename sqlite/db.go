@@ -41,6 +41,10 @@ type Config struct {
 	// WriterTimeout bounds how long a write waits for its turn and for
 	// SQLite's write lock; 0 means 5 s, SQLite's customary busy timeout.
 	WriterTimeout time.Duration
+	// OnWriteWait, if set, is told how long each write waited from asking
+	// to write until its BEGIN returned: the writer queue plus the lock,
+	// comparable across profiles (metrics use it).
+	OnWriteWait func(time.Duration)
 }
 
 // DB is an open Lorem News database.
@@ -56,6 +60,10 @@ type DB struct {
 	// busyRetries counts BEGIN IMMEDIATE attempts that found the write lock
 	// taken (by another process) and were retried after busyPollInterval.
 	busyRetries atomic.Int64
+	// busyErrors counts SQLITE_BUSY/LOCKED errors returned to callers: each
+	// is a request that failed because the database was locked.
+	busyErrors  atomic.Int64
+	onWriteWait func(time.Duration)
 
 	// now is the clock, replaceable in tests.
 	now func() time.Time
@@ -101,6 +109,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		profile:       cfg.Profile,
 		spec:          spec,
 		writerTimeout: cfg.WriterTimeout,
+		onWriteWait:   cfg.OnWriteWait,
 		now:           func() time.Time { return time.Now().UTC() },
 	}
 	if spec.writerQueue {
@@ -208,16 +217,16 @@ type querier interface {
 // in WAL mode only while another connection recovers the WAL) is retried.
 func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
 	if !db.spec.pollBusy || db.readDB != db.writeDB {
-		return mapError(fn(db.readDB))
+		return db.mapError(fn(db.readDB))
 	}
 	deadline := time.Now().Add(db.writerTimeout)
 	for {
 		err := fn(db.readDB)
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
-			return mapError(err)
+			return db.mapError(err)
 		}
 		if err := sleepCtx(ctx, busyPollInterval); err != nil {
-			return mapError(err)
+			return db.mapError(err)
 		}
 	}
 }
@@ -233,26 +242,29 @@ func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
 func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	// WriterTimeout bounds the wait for the turn and the lock, not the
 	// transaction itself (a large seed may take longer).
-	deadline := time.Now().Add(db.writerTimeout)
+	start := time.Now()
+	deadline := start.Add(db.writerTimeout)
 	if db.queue != nil {
 		qctx, cancel := context.WithDeadline(ctx, deadline)
 		release, err := db.queue.acquire(qctx)
 		cancel()
 		if err != nil {
-			return mapError(fmt.Errorf("wait for writer turn: %w", err))
+			db.observeWriteWait(start)
+			return db.mapError(fmt.Errorf("wait for writer turn: %w", err))
 		}
 		defer release()
 	}
 	tx, err := db.beginWrite(ctx, deadline)
+	db.observeWriteWait(start)
 	if err != nil {
-		return mapError(fmt.Errorf("begin: %w", err))
+		return db.mapError(fmt.Errorf("begin: %w", err))
 	}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
-		return mapError(err)
+		return db.mapError(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return mapError(fmt.Errorf("commit: %w", err))
+		return db.mapError(fmt.Errorf("commit: %w", err))
 	}
 	return nil
 }
@@ -274,6 +286,12 @@ func (db *DB) beginWrite(ctx context.Context, deadline time.Time) (*sql.Tx, erro
 	}
 }
 
+func (db *DB) observeWriteWait(start time.Time) {
+	if db.onWriteWait != nil {
+		db.onWriteWait(time.Since(start))
+	}
+}
+
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -289,6 +307,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 type Stats struct {
 	Profile       Profile
 	BusyRetries   int64
+	BusyErrors    int64
 	Writer        WriterQueueStats
 	ReadPool      sql.DBStats
 	WritePool     sql.DBStats
@@ -301,6 +320,7 @@ func (db *DB) Stats() Stats {
 	s := Stats{
 		Profile:       db.profile,
 		BusyRetries:   db.busyRetries.Load(),
+		BusyErrors:    db.busyErrors.Load(),
 		ReadPool:      db.readDB.Stats(),
 		WritePool:     db.writeDB.Stats(),
 		SharedPool:    db.readDB == db.writeDB,
@@ -446,11 +466,12 @@ func isUniqueViolation(err error) bool {
 // mapError turns errors every caller shares into domain errors: a database
 // still locked after the timeout, or a write that timed out waiting for its
 // turn, is EUNAVAILABLE (503, retry later) rather than a 500.
-func mapError(err error) error {
+func (db *DB) mapError(err error) error {
 	if err == nil || loremnews.ErrorCode(err) != loremnews.EINTERNAL {
 		return err
 	}
 	if isBusy(err) {
+		db.busyErrors.Add(1)
 		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "The database is busy. Please try again."), err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

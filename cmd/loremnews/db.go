@@ -16,6 +16,7 @@ type dbFlags struct {
 	profile       string
 	readConns     int
 	writerTimeout time.Duration
+	onWriteWait   func(time.Duration) // set by serve when metrics are on
 }
 
 const defaultDB = "storage/loremnews.sqlite3"
@@ -53,6 +54,7 @@ func (d *dbFlags) open(ctx context.Context) (*sqlite.DB, error) {
 		Profile:       sqlite.Profile(d.profile),
 		ReadConns:     d.readConns,
 		WriterTimeout: d.writerTimeout,
+		OnWriteWait:   d.onWriteWait,
 	})
 }
 

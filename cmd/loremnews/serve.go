@@ -9,6 +9,7 @@ import (
 	"time"
 
 	lnhttp "github.com/loremnews/loremnews/http"
+	"github.com/loremnews/loremnews/metrics"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -23,6 +24,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		secureCookies    bool
 		bcryptCost       int
 		logLevel         string
+		withMetrics      bool
 		shutdownTimeout  time.Duration
 		fs               = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH] [--profile NAME] [--benchmarking] [--seed-if-empty]",
 			"Serve Lorem News. The database is created and migrated on start.", stdout)
@@ -43,6 +45,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.twin("bcrypt-cost", "LOREM_BCRYPT_COST")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug (every request), info, warn, error")
 	fs.twin("log-level", "LOREM_LOG_LEVEL")
+	fs.BoolVar(&withMetrics, "metrics", true, "serve Prometheus metrics at GET /metrics (request latency by route, writer waits, pool use)")
+	fs.twin("metrics", "LOREM_METRICS")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, how long requests in flight may take to finish")
 	fs.twin("shutdown-timeout", "LOREM_SHUTDOWN_TIMEOUT")
 	if err := fs.parse(args); err != nil {
@@ -70,6 +74,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	var m *metrics.Metrics
+	if withMetrics {
+		m = metrics.New()
+		d.onWriteWait = m.ObserveWriteWait
+	}
 	db, err := d.open(ctx)
 	if err != nil {
 		return err
@@ -95,12 +104,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	handler, err := lnhttp.NewHandler(db, lnhttp.Config{
+	cfg := lnhttp.Config{
 		Benchmarking:  benchmarking,
 		SecureCookies: secureCookies,
 		BcryptCost:    bcryptCost,
 		Logger:        log,
-	})
+	}
+	if m != nil {
+		m.Watch(db)
+		cfg.Observer, cfg.Metrics = m, m.Handler()
+	}
+	handler, err := lnhttp.NewHandler(db, cfg)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,116 @@
+// Package metrics exposes what the experiment needs to see inside the
+// server, in Prometheus's text format at /metrics: request latency by
+// route, how long writes wait for their turn and SQLite's lock, the writer
+// queue's depth, SQLITE_BUSY retries and errors, and connection pool use.
+package metrics
+
+import (
+	"database/sql"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/loremnews/loremnews/sqlite"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds the collectors. Create it before opening the database (the
+// database reports write waits to it), then Watch the database.
+type Metrics struct {
+	reg             *prometheus.Registry
+	requestDuration *prometheus.HistogramVec
+	writeWait       prometheus.Histogram
+	db              atomic.Pointer[sqlite.DB]
+}
+
+// WriteWaitBuckets span 10 µs to 10 s, about 1.6× apart, so percentiles
+// computed from them are within a bucket's width of the truth.
+var WriteWaitBuckets = prometheus.ExponentialBucketsRange(10e-6, 10, 30)
+
+// New registers the collectors, with Go runtime and process metrics.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "loremnews_http_request_duration_seconds",
+			Help:    "Time to answer a request, by route (benchmarking requests by the action they ran) and status.",
+			Buckets: prometheus.ExponentialBucketsRange(100e-6, 10, 24),
+		}, []string{"route", "code"}),
+		writeWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "loremnews_write_wait_seconds",
+			Help:    "Time a write waited from asking to write until its BEGIN returned: writer queue plus SQLite's lock.",
+			Buckets: WriteWaitBuckets,
+		}),
+	}
+	m.reg.MustRegister(m.requestDuration, m.writeWait, dbCollector{m},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Watch makes the database's counters part of every scrape.
+func (m *Metrics) Watch(db *sqlite.DB) { m.db.Store(db) }
+
+// ObserveWriteWait records one write's wait (sqlite.Config.OnWriteWait).
+func (m *Metrics) ObserveWriteWait(d time.Duration) { m.writeWait.Observe(d.Seconds()) }
+
+// ObserveRequest records one answered request.
+func (m *Metrics) ObserveRequest(route string, status int, d time.Duration) {
+	m.requestDuration.WithLabelValues(route, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// Handler serves the metrics in Prometheus's text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+var (
+	descProfile     = prometheus.NewDesc("loremnews_db_profile_info", "The connection profile in use.", []string{"profile"}, nil)
+	descBusyRetries = prometheus.NewDesc("loremnews_sqlite_busy_retries_total", "BEGIN IMMEDIATE attempts that found the lock held (by another process) and were retried after 1 ms.", nil, nil)
+	descBusyErrors  = prometheus.NewDesc("loremnews_sqlite_busy_errors_total", "SQLITE_BUSY/LOCKED errors returned to requests (each one a failed request).", nil, nil)
+	descQueueDepth  = prometheus.NewDesc("loremnews_writer_queue_depth", "Writers waiting for their turn now.", nil, nil)
+	descQueueMax    = prometheus.NewDesc("loremnews_writer_queue_max_depth", "Most writers ever waiting at once.", nil, nil)
+	descQueueTurns  = prometheus.NewDesc("loremnews_writer_queue_turns_total", "Turns taken in the writer queue.", nil, nil)
+	descQueueLeft   = prometheus.NewDesc("loremnews_writer_queue_abandoned_total", "Writers that left the queue before their turn (client gone or writer timeout).", nil, nil)
+	descPoolOpen    = prometheus.NewDesc("loremnews_db_pool_open_connections", "Open connections.", []string{"pool"}, nil)
+	descPoolInUse   = prometheus.NewDesc("loremnews_db_pool_in_use_connections", "Connections in use.", []string{"pool"}, nil)
+	descPoolWaits   = prometheus.NewDesc("loremnews_db_pool_waits_total", "Times a caller waited for a free connection.", []string{"pool"}, nil)
+	descPoolWaitSec = prometheus.NewDesc("loremnews_db_pool_wait_seconds_total", "Total time spent waiting for a free connection.", []string{"pool"}, nil)
+)
+
+// dbCollector reads the database's counters at scrape time.
+type dbCollector struct{ m *Metrics }
+
+func (c dbCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descProfile, descBusyRetries, descBusyErrors, descQueueDepth, descQueueMax,
+		descQueueTurns, descQueueLeft, descPoolOpen, descPoolInUse, descPoolWaits, descPoolWaitSec} {
+		ch <- d
+	}
+}
+
+func (c dbCollector) Collect(ch chan<- prometheus.Metric) {
+	db := c.m.db.Load()
+	if db == nil {
+		return
+	}
+	s := db.Stats()
+	ch <- prometheus.MustNewConstMetric(descProfile, prometheus.GaugeValue, 1, string(s.Profile))
+	ch <- prometheus.MustNewConstMetric(descBusyRetries, prometheus.CounterValue, float64(s.BusyRetries))
+	ch <- prometheus.MustNewConstMetric(descBusyErrors, prometheus.CounterValue, float64(s.BusyErrors))
+	ch <- prometheus.MustNewConstMetric(descQueueDepth, prometheus.GaugeValue, float64(s.Writer.Depth))
+	ch <- prometheus.MustNewConstMetric(descQueueMax, prometheus.GaugeValue, float64(s.Writer.MaxDepth))
+	ch <- prometheus.MustNewConstMetric(descQueueTurns, prometheus.CounterValue, float64(s.Writer.Acquired))
+	ch <- prometheus.MustNewConstMetric(descQueueLeft, prometheus.CounterValue, float64(s.Writer.Abandoned))
+	pools := map[string]sql.DBStats{"write": s.WritePool, "read": s.ReadPool}
+	if s.SharedPool {
+		pools = map[string]sql.DBStats{"shared": s.WritePool}
+	}
+	for name, p := range pools {
+		ch <- prometheus.MustNewConstMetric(descPoolOpen, prometheus.GaugeValue, float64(p.OpenConnections), name)
+		ch <- prometheus.MustNewConstMetric(descPoolInUse, prometheus.GaugeValue, float64(p.InUse), name)
+		ch <- prometheus.MustNewConstMetric(descPoolWaits, prometheus.CounterValue, float64(p.WaitCount), name)
+		ch <- prometheus.MustNewConstMetric(descPoolWaitSec, prometheus.CounterValue, p.WaitDuration.Seconds(), name)
+	}
+}
