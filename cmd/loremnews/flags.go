@@ -40,17 +40,25 @@ func newFlagSet(name, usage, about string, stdout io.Writer) *flagSet {
 // twin records the environment variable of a flag.
 func (fs *flagSet) twin(flagName, envName string) { fs.env[flagName] = envName }
 
-// parse parses args, then applies environment twins of flags not given.
-// Any mistake is a usageError naming the flag or variable.
-func (fs *flagSet) parse(args []string) error {
+// parse parses args, which must all be flags, then applies environment
+// twins of flags not given. Any mistake is a usageError naming the flag or
+// variable.
+func (fs *flagSet) parse(args []string) error { return fs.parseArgs(args, 0) }
+
+// parseArgs is parse for commands that take exactly nargs arguments after
+// their flags.
+func (fs *flagSet) parseArgs(args []string, nargs int) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) { // Parse has printed the usage
 			return err
 		}
 		return &usageError{msg: err.Error(), usage: fs.usage}
 	}
-	if fs.NArg() > 0 {
-		return &usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), usage: fs.usage}
+	if fs.NArg() > nargs {
+		return &usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(nargs)), usage: fs.usage}
+	}
+	if fs.NArg() < nargs {
+		return &usageError{msg: "missing argument", usage: fs.usage}
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })

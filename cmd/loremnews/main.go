@@ -59,6 +59,7 @@ var commands = map[string]command{
 	"seed":    {"replace the database's data with the demo data set", runSeed},
 	"migrate": {"apply the embedded schema migrations", runMigrate},
 	"version": {"print the Go and SQLite versions and SQLite's compile-time options", runVersion},
+	"load":    {"send HTTP load to a URL and report latency percentiles, like hey or oha", runLoad},
 }
 
 const mainUsage = "loremnews <command> [flags]   (loremnews <command> --help for a command's flags)"

@@ -1,0 +1,260 @@
+package load
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func mustRun(t *testing.T, cfg Config) *Result {
+	t.Helper()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestExactCountsAndBytes(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Header.Get("X-Test") != "yes" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		n := hits.Add(1)
+		if n%4 == 0 {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+		w.Write([]byte("0123456789"))
+	}))
+	defer srv.Close()
+	res := mustRun(t, Config{URL: srv.URL, Method: "POST", Header: http.Header{"X-Test": {"yes"}}, Concurrency: 8, Requests: 400})
+	if res.Requests != 400 || hits.Load() != 400 {
+		t.Fatalf("requests %d, server hits %d, want 400", res.Requests, hits.Load())
+	}
+	if res.StatusCodes[200] != 300 || res.StatusCodes[500] != 100 || res.Failures != 100 {
+		t.Fatalf("statuses %v, failures %d", res.StatusCodes, res.Failures)
+	}
+	if res.Bytes != 4000 || res.Responses() != 400 {
+		t.Fatalf("bytes %d, responses %d", res.Bytes, res.Responses())
+	}
+	if s := res.Summary(); s.StatusCodes["200"] != 300 || s.BytesPerRequest != 10 || len(s.Percentiles) != len(StandardPercentiles) {
+		t.Fatalf("summary %+v", s)
+	}
+}
+
+func TestRedirects(t *testing.T) {
+	var starts, ends atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /start", func(w http.ResponseWriter, r *http.Request) {
+		starts.Add(1)
+		http.Redirect(w, r, "/end", http.StatusSeeOther)
+	})
+	mux.HandleFunc("GET /end", func(w http.ResponseWriter, r *http.Request) {
+		ends.Add(1)
+		w.Write([]byte("the end"))
+	})
+	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	t.Run("Followed", func(t *testing.T) {
+		res := mustRun(t, Config{URL: srv.URL + "/start", Method: "POST", Concurrency: 4, Requests: 100})
+		if res.StatusCodes[200] != 100 || starts.Load() != 100 || ends.Load() != 100 || res.Bytes != 700 {
+			t.Fatalf("statuses %v, starts %d, ends %d, bytes %d", res.StatusCodes, starts.Load(), ends.Load(), res.Bytes)
+		}
+	})
+	t.Run("Disabled", func(t *testing.T) {
+		ends.Store(0)
+		res := mustRun(t, Config{URL: srv.URL + "/start", Method: "POST", Concurrency: 4, Requests: 50, DisableRedirects: true})
+		if res.StatusCodes[303] != 50 || ends.Load() != 0 {
+			t.Fatalf("statuses %v, ends %d", res.StatusCodes, ends.Load())
+		}
+	})
+	t.Run("TooMany", func(t *testing.T) {
+		res := mustRun(t, Config{URL: srv.URL + "/loop", Concurrency: 2, Requests: 4})
+		if res.Errors["too many redirects"] != 4 {
+			t.Fatalf("errors %v", res.Errors)
+		}
+	})
+}
+
+func TestErrorsAreClassified(t *testing.T) {
+	t.Run("Refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		res := mustRun(t, Config{URL: "http://" + addr + "/", Concurrency: 2, Requests: 10})
+		if res.Errors["connection refused"] != 10 || res.Failures != 10 || res.Responses() != 0 {
+			t.Fatalf("errors %v", res.Errors)
+		}
+	})
+	t.Run("Timeout", func(t *testing.T) {
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		defer srv.Close()
+		defer close(release)
+		res := mustRun(t, Config{URL: srv.URL, Concurrency: 3, Requests: 6, Timeout: 50 * time.Millisecond})
+		if res.Errors["timeout"] != 6 {
+			t.Fatalf("errors %v", res.Errors)
+		}
+	})
+	t.Run("ClosedConnection", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}))
+		defer srv.Close()
+		res := mustRun(t, Config{URL: srv.URL, Concurrency: 1, Requests: 3, DisableKeepAlives: true})
+		if res.Errors["connection closed before the response (EOF)"] != 3 {
+			t.Fatalf("errors %v", res.Errors)
+		}
+	})
+}
+
+// TestPercentilesOfKnownDistribution feeds 1…10,000 µs, once each: every
+// percentile p must be p% of 10 ms within the histogram's 0.1% precision.
+func TestPercentilesOfKnownDistribution(t *testing.T) {
+	rec := newRecorder()
+	for us := 1; us <= 10000; us++ {
+		rec.recordResponse(200, 1, time.Duration(us)*time.Microsecond)
+	}
+	res := rec.result(Config{Concurrency: 1}, time.Now(), time.Second)
+	for _, p := range []float64{10, 50, 90, 99, 99.9} {
+		want := time.Duration(p*100) * time.Microsecond
+		got := res.Percentile(p)
+		if diff := got - want; diff < -want/500 || diff > want/500 {
+			t.Errorf("p%v = %v, want %v", p, got, want)
+		}
+	}
+	if res.Fastest() != time.Microsecond || res.Slowest() < 9990*time.Microsecond || res.Slowest() > 10010*time.Microsecond {
+		t.Errorf("fastest %v, slowest %v", res.Fastest(), res.Slowest())
+	}
+	if m := res.Mean(); m < 4990*time.Microsecond || m > 5010*time.Microsecond {
+		t.Errorf("mean %v", m)
+	}
+	if res.RequestsPerSec() != 10000 {
+		t.Errorf("rps %v", res.RequestsPerSec())
+	}
+	var sum int64
+	buckets := res.LinearBuckets(10)
+	for _, b := range buckets {
+		sum += b.Count
+	}
+	if sum != 10000 || len(buckets) != 11 || buckets[0].Count != 1 {
+		t.Errorf("linear buckets %v", buckets)
+	}
+	// Uniform data: the ten equal buckets hold about 1,000 each.
+	for _, b := range buckets[1:] {
+		if b.Count < 950 || b.Count > 1050 {
+			t.Errorf("bucket ≤%v holds %d", b.Upper, b.Count)
+		}
+	}
+	sum = 0
+	for _, b := range res.LogBuckets(1.25) {
+		sum += b.Count
+	}
+	if sum != 10000 {
+		t.Errorf("log buckets hold %d", sum)
+	}
+}
+
+// serialServer answers one request at a time, each taking d: a server with
+// a capacity of 1/d requests per second.
+func serialServer(d time.Duration) *httptest.Server {
+	var mu sync.Mutex
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		time.Sleep(d)
+		mu.Unlock()
+	}))
+}
+
+// TestOpenLoopIncludesQueueing: a server that does 100 requests/s, asked
+// for 200/s. The closed loop (one worker) politely waits and sees ~10 ms;
+// the open loop measures from each request's scheduled time, so the
+// backlog that builds up shows in its latencies.
+func TestOpenLoopIncludesQueueing(t *testing.T) {
+	srv := serialServer(10 * time.Millisecond)
+	defer srv.Close()
+
+	closed := mustRun(t, Config{URL: srv.URL, Concurrency: 1, Requests: 40})
+	if p := closed.Percentile(90); p > 60*time.Millisecond {
+		t.Fatalf("closed loop p90 %v: the server itself is too slow for this test", p)
+	}
+	open := mustRun(t, Config{URL: srv.URL, Concurrency: 50, Requests: 100, Rate: 200})
+	if open.Requests != 100 || open.StatusCodes[200] != 100 {
+		t.Fatalf("open loop: %d requests, %v", open.Requests, open.StatusCodes)
+	}
+	// The 100th request is due at 0.5 s but the server can finish it at
+	// 1 s at the earliest: about half a second late.
+	if p := open.Percentile(99); p < 300*time.Millisecond {
+		t.Fatalf("open loop p99 %v hides the queueing (closed loop p90 %v)", p, closed.Percentile(90))
+	}
+	if p := open.Percentile(90); p < 4*closed.Percentile(90) {
+		t.Fatalf("open loop p90 %v vs closed %v", p, closed.Percentile(90))
+	}
+}
+
+func TestDurationStopsAndCountsInFlight(t *testing.T) {
+	srv := serialServer(time.Millisecond)
+	defer srv.Close()
+	var progress atomic.Int64
+	res := mustRun(t, Config{URL: srv.URL, Concurrency: 4, Duration: 300 * time.Millisecond,
+		OnProgress: func(p Progress) { progress.Add(1) }, ProgressEvery: 50 * time.Millisecond})
+	if res.Elapsed < 300*time.Millisecond || res.Elapsed > 2*time.Second {
+		t.Fatalf("elapsed %v", res.Elapsed)
+	}
+	if res.Requests == 0 || res.Requests != res.StatusCodes[200] || res.Failures != 0 {
+		t.Fatalf("requests %d, statuses %v, errors %v", res.Requests, res.StatusCodes, res.Errors)
+	}
+	if progress.Load() < 3 {
+		t.Fatalf("progress reported %d times", progress.Load())
+	}
+}
+
+func TestCancel(t *testing.T) {
+	srv := serialServer(time.Millisecond)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	res, err := Run(ctx, Config{URL: srv.URL, Concurrency: 2, Duration: time.Hour})
+	if err != nil || res.Elapsed > 5*time.Second {
+		t.Fatalf("res %v, err %v", res, err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"no url":        {Concurrency: 1, Requests: 1},
+		"bad scheme":    {URL: "ftp://x/", Concurrency: 1, Requests: 1},
+		"no host":       {URL: "http:///x", Concurrency: 1, Requests: 1},
+		"no stop":       {URL: "http://127.0.0.1:1/", Concurrency: 1},
+		"zero workers":  {URL: "http://127.0.0.1:1/", Requests: 1},
+		"negative rate": {URL: "http://127.0.0.1:1/", Concurrency: 1, Requests: 1, Rate: -1},
+		"n < c":         {URL: "http://127.0.0.1:1/", Concurrency: 10, Requests: 5},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Run(context.Background(), cfg); err == nil || !strings.HasPrefix(err.Error(), "load: ") {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
