@@ -17,7 +17,7 @@ GO ?= go
 DB ?= storage/loremnews.sqlite3
 ADDR ?= 127.0.0.1:3000
 
-.PHONY: build build-plain run test test-deps lint bench clean
+.PHONY: build build-plain run test test-deps lint bench bench-quick clean
 
 build:
 	$(GO) build -o bin/loremnews ./cmd/loremnews
@@ -41,6 +41,15 @@ lint: test-deps
 # in test-artifacts/.
 test: test-deps lint
 	LOREM_TEST_ARTIFACTS=$(CURDIR)/test-artifacts $(GO) test -race -count=1 -timeout 30m ./...
+
+# The full experiment (about 8 minutes): every profile, plus split on a binary
+# without the compile-time options, three 10 s runs each at c=20, then a
+# concurrency sweep 1…256. Reports land in benchmarks/DATE-balanced/.
+bench: build build-plain
+	bin/loremnews bench --plain-binary bin/loremnews-plain --sweep
+
+bench-quick: build build-plain
+	bin/loremnews bench --plain-binary bin/loremnews-plain --quick --out benchmarks/quick
 
 clean:
 	rm -rf bin

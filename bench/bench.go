@@ -1,0 +1,219 @@
+// Package bench runs the experiment: for each setup, a freshly seeded
+// database and its own server process, then the original method — three
+// runs of one benchmarking action at one concurrency, without reseeding —
+// and optionally a concurrency sweep; then reports in Markdown, HTML with
+// charts, and JSON.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/loremnews/loremnews/load"
+)
+
+// Setup is one configuration under test: a binary and a profile.
+type Setup struct {
+	Name      string   `json:"name"`
+	Binary    string   `json:"binary"`
+	Profile   string   `json:"profile"`
+	Note      string   `json:"note,omitempty"`
+	ServeArgs []string `json:"serve_args,omitempty"`
+}
+
+// Config is the experiment.
+type Config struct {
+	Setups        []Setup       `json:"setups"`
+	Action        string        `json:"action"`         // benchmarking action, e.g. "balanced"
+	Concurrency   int           `json:"concurrency"`    // of the main runs
+	Duration      time.Duration `json:"duration"`       // of each main run
+	Runs          int           `json:"runs"`           // main runs per setup
+	Sweep         []int         `json:"sweep"`          // concurrency levels; empty: no sweep
+	SweepDuration time.Duration `json:"sweep_duration"` // of each sweep level
+	Seed          uint64        `json:"seed"`
+	Users         int           `json:"users"`
+	Posts         int           `json:"posts"`
+	WorkDir       string        `json:"-"` // databases and server logs
+	Log           io.Writer     `json:"-"` // progress lines; nil for none
+}
+
+// Run is one load run's result.
+type Run struct {
+	Action      string `json:"action"`
+	Concurrency int    `json:"concurrency"`
+	load.Summary
+}
+
+// Percentile returns the run's latency at percentile p (as listed in
+// load.StandardPercentiles), in seconds.
+func (r Run) Percentile(p float64) float64 {
+	for _, pv := range r.Percentiles {
+		if pv.Percentile == p {
+			return pv.Seconds
+		}
+	}
+	return math.NaN()
+}
+
+// WaitStats summarises how long writes waited for their turn and the lock
+// (from the server's loremnews_write_wait_seconds histogram, over the main runs).
+type WaitStats struct {
+	Count float64 `json:"count"`
+	Mean  float64 `json:"mean_seconds"`
+	P50   float64 `json:"p50_seconds"`
+	P90   float64 `json:"p90_seconds"`
+	P99   float64 `json:"p99_seconds"`
+	P999  float64 `json:"p999_seconds"`
+}
+
+// SetupResult is everything measured for one setup.
+type SetupResult struct {
+	Setup         Setup     `json:"setup"`
+	SQLite        string    `json:"sqlite_version"`
+	Runs          []Run     `json:"runs"`
+	Sweep         []Run     `json:"sweep,omitempty"`
+	WriteWait     WaitStats `json:"write_wait"`
+	BusyErrors    float64   `json:"busy_errors"`
+	BusyRetries   float64   `json:"busy_retries"`
+	QueueMaxDepth float64   `json:"writer_queue_max_depth"`
+	ServerLog     []string  `json:"server_log,omitempty"` // last warnings/errors
+	Error         string    `json:"error,omitempty"`
+}
+
+// Report is the whole experiment.
+type Report struct {
+	Started     time.Time      `json:"started"`
+	Finished    time.Time      `json:"finished"`
+	CommandLine string         `json:"command_line"`
+	Machine     Machine        `json:"machine"`
+	Config      Config         `json:"config"`
+	Setups      []*SetupResult `json:"setups"`
+}
+
+func (c *Config) logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, format+"\n", args...)
+	}
+}
+
+// Run runs the experiment. A setup that fails (its server does not start,
+// say) is reported with its error and the others still run.
+func Execute(ctx context.Context, cfg Config, commandLine string) (*Report, error) {
+	if len(cfg.Setups) == 0 || cfg.Runs < 1 || cfg.Concurrency < 1 || cfg.Duration <= 0 {
+		return nil, fmt.Errorf("bench: need setups, runs ≥ 1, concurrency ≥ 1 and a duration")
+	}
+	if cfg.WorkDir == "" {
+		dir, err := os.MkdirTemp("", "loremnews-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		cfg.WorkDir = dir
+	}
+	rep := &Report{Started: time.Now(), CommandLine: commandLine, Config: cfg}
+	rep.Machine = readMachine(cfg.Setups[0].Binary)
+	for _, s := range cfg.Setups {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		res := runSetup(ctx, cfg, s)
+		if res.Error != "" {
+			cfg.logf("%s: FAILED: %s", s.Name, res.Error)
+		}
+		rep.Setups = append(rep.Setups, res)
+	}
+	rep.Finished = time.Now()
+	return rep, nil
+}
+
+func runSetup(ctx context.Context, cfg Config, s Setup) *SetupResult {
+	res := &SetupResult{Setup: s, SQLite: sqliteVersion(s.Binary)}
+	dbPath := dbPathFor(cfg.WorkDir, s)
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(dbPath + suffix)
+	}
+	cfg.logf("%s: seeding a fresh database", s.Name)
+	if err := seedDatabase(ctx, s, dbPath, cfg); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	srv, err := startServer(ctx, s, dbPath, filepath.Join(cfg.WorkDir, s.Name+".log"))
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer func() {
+		if err := srv.stop(); err != nil && res.Error == "" {
+			res.Error = err.Error()
+		}
+		res.ServerLog = logTail(srv.logPath, 20)
+	}()
+
+	before, err := srv.scrapeCounters()
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	url := srv.baseURL + "/benchmarking/" + cfg.Action
+	for i := range cfg.Runs {
+		r, err := runLoad(ctx, url, cfg.Action, cfg.Concurrency, cfg.Duration)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		cfg.logf("%s: run %d: %.0f req/s, p99 %s, slowest %s, %d non-2xx", s.Name, i+1, r.RequestsPerSec,
+			fmtSeconds(r.Percentile(99)), fmtSeconds(r.Slowest), r.Failures)
+		res.Runs = append(res.Runs, r)
+	}
+	after, err := srv.scrapeCounters()
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	w := after.writeWait.minus(before.writeWait)
+	res.WriteWait = WaitStats{Count: w.count(), Mean: finite(w.mean()), P50: finite(w.quantile(.5)), P90: finite(w.quantile(.9)),
+		P99: finite(w.quantile(.99)), P999: finite(w.quantile(.999))}
+	res.BusyErrors = after.busyErrors - before.busyErrors
+	res.BusyRetries = after.busyRetries - before.busyRetries
+	res.QueueMaxDepth = after.queueMax
+
+	for _, c := range cfg.Sweep {
+		r, err := runLoad(ctx, url, cfg.Action, c, cfg.SweepDuration)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		cfg.logf("%s: sweep c=%d: %.0f req/s, p99 %s, %d non-2xx", s.Name, c, r.RequestsPerSec, fmtSeconds(r.Percentile(99)), r.Failures)
+		res.Sweep = append(res.Sweep, r)
+	}
+	return res
+}
+
+func (s *server) scrapeCounters() (serverCounters, error) {
+	text, err := s.scrape()
+	if err != nil {
+		return serverCounters{}, err
+	}
+	return parseCounters(text)
+}
+
+func runLoad(ctx context.Context, url, action string, c int, d time.Duration) (Run, error) {
+	res, err := load.Run(ctx, load.Config{URL: url, Method: "POST", Concurrency: c, Duration: d})
+	if err != nil {
+		return Run{}, err
+	}
+	return Run{Action: action, Concurrency: c, Summary: res.Summary()}, nil
+}
+
+// finite maps NaN (no data) to 0, which JSON can carry.
+func finite(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return x
+}

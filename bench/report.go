@@ -1,0 +1,251 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// fmtSeconds shows a latency in the unit that reads best.
+func fmtSeconds(s float64) string {
+	switch {
+	case math.IsNaN(s):
+		return "–"
+	case s >= 1:
+		return fmt.Sprintf("%.2f s", s)
+	case s >= 0.01:
+		return fmt.Sprintf("%.1f ms", s*1000)
+	default:
+		return fmt.Sprintf("%.2f ms", s*1000)
+	}
+}
+
+// runColumns are the comparison table's latency columns.
+var runColumns = []struct {
+	title string
+	value func(Run) float64
+}{
+	{"avg", func(r Run) float64 { return r.Average }},
+	{"p50", func(r Run) float64 { return r.Percentile(50) }},
+	{"p90", func(r Run) float64 { return r.Percentile(90) }},
+	{"p99", func(r Run) float64 { return r.Percentile(99) }},
+	{"p99.9", func(r Run) float64 { return r.Percentile(99.9) }},
+	{"slowest", func(r Run) float64 { return r.Slowest }},
+}
+
+// meanRun averages the runs column by column.
+func meanRun(runs []Run) (rps float64, lat []float64, nonOK float64) {
+	lat = make([]float64, len(runColumns))
+	if len(runs) == 0 {
+		return 0, lat, 0
+	}
+	for _, r := range runs {
+		rps += r.RequestsPerSec
+		nonOK += float64(r.Failures)
+		for i, c := range runColumns {
+			lat[i] += c.value(r)
+		}
+	}
+	n := float64(len(runs))
+	for i := range lat {
+		lat[i] /= n
+	}
+	return rps / n, lat, nonOK / n
+}
+
+// table is a report table, rendered to both Markdown and HTML.
+type table struct {
+	Title string
+	Note  string
+	Head  []string
+	Rows  []tableRow
+}
+
+type tableRow struct {
+	Cells []string
+	Bold  bool // a summary row
+}
+
+// Title names the experiment in one line.
+func (r *Report) Title() string {
+	c := r.Config
+	return fmt.Sprintf("Lorem News benchmark: %s, c=%d, %d × %s", c.Action, c.Concurrency, c.Runs, c.Duration)
+}
+
+// intro is the report's opening paragraphs (plain text, no markup).
+func (r *Report) intro() []string {
+	c, m := r.Config, r.Machine
+	return []string{
+		fmt.Sprintf("Run %s → %s (%s).", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.UTC().Format("15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second)),
+		fmt.Sprintf("Machine: %d cores (%s), %d GiB, %s, kernel %s; %s; SQLite %s. The load generator (loremnews load, inside the bench process) and the servers share these cores, so compare setups within this report, as ratios.",
+			m.Cores, m.CPU, m.MemoryGiB, m.OS, m.Kernel, m.Go, m.SQLite),
+		fmt.Sprintf("Method (the original talk's): for each setup a freshly seeded database (%d users, %d posts, seed %d) and its own server process, then %d runs of POST /benchmarking/%s with %d concurrent connections for %s each, without reseeding in between. Redirects are followed, so a write costs a POST and a GET, as with hey and oha.",
+			c.Users, c.Posts, c.Seed, c.Runs, c.Action, c.Concurrency, c.Duration),
+	}
+}
+
+func (r *Report) tables() []table {
+	c := r.Config
+	results := table{Title: "Results", Head: []string{"setup", "run", "req/s", "avg", "p50", "p90", "p99", "p99.9", "slowest", "non-2xx"}}
+	for _, s := range r.Setups {
+		if s.Error != "" && len(s.Runs) == 0 {
+			results.Rows = append(results.Rows, tableRow{Cells: []string{s.Setup.Name, "–", "failed: " + s.Error}})
+			continue
+		}
+		for i, run := range s.Runs {
+			name := ""
+			if i == 0 {
+				name = s.Setup.Name
+			}
+			cells := []string{name, fmt.Sprint(i + 1), fmt.Sprintf("%.0f", run.RequestsPerSec)}
+			for _, col := range runColumns {
+				cells = append(cells, fmtSeconds(col.value(run)))
+			}
+			results.Rows = append(results.Rows, tableRow{Cells: append(cells, statusSummary(run))})
+		}
+		rps, lat, nonOK := meanRun(s.Runs)
+		cells := []string{"", "mean", fmt.Sprintf("%.0f", rps)}
+		for _, v := range lat {
+			cells = append(cells, fmtSeconds(v))
+		}
+		results.Rows = append(results.Rows, tableRow{Cells: append(cells, fmt.Sprintf("%.1f", nonOK)), Bold: true})
+	}
+
+	waits := table{
+		Title: "How long writes waited for their turn and SQLite's lock",
+		Note: fmt.Sprintf("From each server's loremnews_write_wait_seconds histogram over the %d main runs: the time from asking to write until BEGIN returned "+
+			"(the writer queue plus SQLite's lock; for naive and immediate this includes SQLite's busy-handler sleeps). "+
+			"Percentiles are interpolated within buckets about 1.6× wide.", c.Runs),
+		Head: []string{"setup", "writes", "mean", "p50", "p90", "p99", "p99.9", "queue max depth", "SQLITE_BUSY errors", "lock retries"},
+	}
+	for _, s := range r.Setups {
+		w := s.WriteWait
+		waits.Rows = append(waits.Rows, tableRow{Cells: []string{s.Setup.Name, fmt.Sprintf("%.0f", w.Count), fmtSeconds(w.Mean), fmtSeconds(w.P50),
+			fmtSeconds(w.P90), fmtSeconds(w.P99), fmtSeconds(w.P999), fmt.Sprintf("%.0f", s.QueueMaxDepth), fmt.Sprintf("%.0f", s.BusyErrors), fmt.Sprintf("%.0f", s.BusyRetries)}})
+	}
+	out := []table{results, waits}
+	if len(c.Sweep) == 0 {
+		return out
+	}
+	for _, t := range []struct {
+		title string
+		cell  func(Run) string
+	}{
+		{"Concurrency sweep: requests/sec", func(r Run) string { return fmt.Sprintf("%.0f", r.RequestsPerSec) }},
+		{"Concurrency sweep: p99 latency", func(r Run) string { return fmtSeconds(r.Percentile(99)) }},
+		{"Concurrency sweep: non-2xx responses and errors", func(r Run) string { return fmt.Sprint(r.Failures) }},
+	} {
+		tb := table{Title: t.title, Head: []string{"setup"},
+			Note: fmt.Sprintf("%s per level, on the same database, after the main runs.", c.SweepDuration)}
+		for _, lvl := range c.Sweep {
+			tb.Head = append(tb.Head, fmt.Sprintf("c=%d", lvl))
+		}
+		for _, s := range r.Setups {
+			cells := []string{s.Setup.Name}
+			for i := range c.Sweep {
+				if i < len(s.Sweep) {
+					cells = append(cells, t.cell(s.Sweep[i]))
+				} else {
+					cells = append(cells, "–")
+				}
+			}
+			tb.Rows = append(tb.Rows, tableRow{Cells: cells})
+		}
+		out = append(out, tb)
+	}
+	return out
+}
+
+// setupLines describes each setup (plain text).
+func (r *Report) setupLines() []string {
+	var out []string
+	for _, s := range r.Setups {
+		line := fmt.Sprintf("%s: %s serve --profile %s %s; SQLite %s.", s.Setup.Name, s.Setup.Binary, s.Setup.Profile, strings.Join(s.Setup.ServeArgs, " "), s.SQLite)
+		if s.Setup.Note != "" {
+			line += " " + s.Setup.Note
+		}
+		if s.Error != "" {
+			line += " Error: " + s.Error
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// WriteMarkdown writes the report as Markdown.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("# %s\n\n", r.Title())
+	for _, para := range r.intro() {
+		p("%s\n\n", para)
+	}
+	p("Command:\n\n```\n%s\n```\n", r.CommandLine)
+	for _, t := range r.tables() {
+		p("\n## %s\n\n", t.Title)
+		if t.Note != "" {
+			p("%s\n\n", t.Note)
+		}
+		p("| %s |\n|%s\n", strings.Join(t.Head, " | "), strings.Repeat("---|", len(t.Head)))
+		for _, row := range t.Rows {
+			cells := slices.Clone(row.Cells)
+			for i := range cells {
+				cells[i] = strings.ReplaceAll(cells[i], "|", "/")
+				if row.Bold && cells[i] != "" {
+					cells[i] = "**" + cells[i] + "**"
+				}
+			}
+			for len(cells) < len(t.Head) {
+				cells = append(cells, "")
+			}
+			p("| %s |\n", strings.Join(cells, " | "))
+		}
+	}
+	p("\n## Setups\n\n")
+	for i, line := range r.setupLines() {
+		p("- %s\n", line)
+		if logs := r.Setups[i].ServerLog; len(logs) > 0 {
+			p("  - last server warnings:\n\n    ```\n")
+			for _, l := range logs {
+				p("    %s\n", truncateLine(l, 240))
+			}
+			p("    ```\n")
+		}
+	}
+	return nil
+}
+
+// statusSummary shows the non-2xx count with its codes, e.g. "12 (503×12)".
+func statusSummary(r Run) string {
+	if r.Failures == 0 {
+		return "0"
+	}
+	var parts []string
+	for code, n := range r.StatusCodes {
+		if !strings.HasPrefix(code, "2") {
+			parts = append(parts, fmt.Sprintf("%s×%d", code, n))
+		}
+	}
+	for kind, n := range r.Errors {
+		parts = append(parts, fmt.Sprintf("%s×%d", kind, n))
+	}
+	slices.Sort(parts)
+	return fmt.Sprintf("%d (%s)", r.Failures, strings.Join(parts, ", "))
+}
+
+func truncateLine(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// WriteJSON writes the raw results.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}

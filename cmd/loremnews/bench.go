@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/loremnews/loremnews/bench"
+	"github.com/loremnews/loremnews/sqlite"
+)
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var (
+		cfg         bench.Config
+		setups      string
+		binary      string
+		plainBinary string
+		sweep       bool
+		levels      string
+		quick       bool
+		out         string
+		keepWork    bool
+		fs          = newFlagSet("bench", "loremnews bench [--setups LIST] [--plain-binary PATH] [--sweep] [--quick] [--out DIR]",
+			"Run the experiment: for each setup a freshly seeded database and its own server process (this binary's\n"+
+				"serve), then --runs runs of POST /benchmarking/ACTION at -c connections for -z each, without reseeding;\n"+
+				"optionally a concurrency sweep. Writes report.md, report.html (with charts) and results.json to --out.", stdout)
+	)
+	fs.StringVar(&setups, "setups", strings.Join(sqlite.ProfileNames(), ","), "profiles to compare, in order")
+	fs.twin("setups", "LOREM_BENCH_SETUPS")
+	fs.StringVar(&binary, "binary", "", "the loremnews binary to serve with (default: this one)")
+	fs.StringVar(&plainBinary, "plain-binary", "", "also run split on this binary built WITHOUT SQLite's compile-time options (make build-plain)")
+	fs.twin("plain-binary", "LOREM_BENCH_PLAIN_BINARY")
+	fs.StringVar(&cfg.Action, "action", "balanced", "benchmarking action to load")
+	fs.IntVar(&cfg.Concurrency, "c", 20, "concurrent connections in the main runs")
+	fs.DurationVar(&cfg.Duration, "z", 10*time.Second, "duration of each main run")
+	fs.IntVar(&cfg.Runs, "runs", 3, "main runs per setup")
+	fs.BoolVar(&sweep, "sweep", false, "after the main runs, sweep the concurrency levels")
+	fs.StringVar(&levels, "sweep-levels", "1,2,4,8,16,32,64,128,256", "concurrency levels of the sweep")
+	fs.DurationVar(&cfg.SweepDuration, "sweep-duration", 5*time.Second, "duration of each sweep level")
+	fs.BoolVar(&quick, "quick", false, "a one-minute version: 3 runs of 3 s per setup, no sweep")
+	fs.StringVar(&out, "out", "", "directory for the reports (default benchmarks/DATE-ACTION)")
+	fs.BoolVar(&keepWork, "keep-work", false, "keep the databases and server logs (their folder is printed)")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the data set")
+	fs.IntVar(&cfg.Users, "users", 100, "users in the data set")
+	fs.IntVar(&cfg.Posts, "posts", 1000, "posts in the data set")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if quick {
+		cfg.Runs, cfg.Duration, sweep = 3, 3*time.Second, false
+	}
+	if binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		binary = exe
+	}
+	for _, name := range strings.Split(setups, ",") {
+		name = strings.TrimSpace(name)
+		if !sqlite.ValidProfile(name) {
+			return &usageError{msg: fmt.Sprintf("unknown setup %q in --setups (want some of %s)", name, strings.Join(sqlite.ProfileNames(), ", ")), usage: fs.usage}
+		}
+		cfg.Setups = append(cfg.Setups, bench.Setup{Name: name, Binary: binary, Profile: name})
+	}
+	if plainBinary != "" {
+		if _, err := os.Stat(plainBinary); err != nil {
+			return &usageError{msg: fmt.Sprintf("--plain-binary: %v", err), usage: fs.usage}
+		}
+		plainBinary, _ = filepath.Abs(plainBinary)
+		cfg.Setups = append(cfg.Setups, bench.Setup{Name: "split-plain", Binary: plainBinary, Profile: string(sqlite.ProfileSplit),
+			Note: "The split profile on a binary built without SQLite's recommended compile-time options (make build-plain)."})
+	}
+	if sweep {
+		for _, l := range strings.Split(levels, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(l))
+			if err != nil || n < 1 {
+				return &usageError{msg: fmt.Sprintf("bad --sweep-levels entry %q", l), usage: fs.usage}
+			}
+			cfg.Sweep = append(cfg.Sweep, n)
+		}
+	}
+	if cfg.Runs < 1 || cfg.Concurrency < 1 || cfg.Duration <= 0 || cfg.Users < 1 || cfg.Posts < 1 {
+		return &usageError{msg: "--runs, -c, -z, --users and --posts must be positive", usage: fs.usage}
+	}
+	if out == "" {
+		out = filepath.Join("benchmarks", time.Now().UTC().Format("2006-01-02")+"-"+cfg.Action)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if keepWork {
+		dir, err := os.MkdirTemp("", "loremnews-bench-")
+		if err != nil {
+			return err
+		}
+		cfg.WorkDir = dir
+		fmt.Fprintf(stderr, "bench: databases and server logs in %s\n", dir)
+	}
+	cfg.Log = stderr
+
+	rep, err := bench.Execute(ctx, cfg, "loremnews bench "+strings.Join(quoteArgs(args), " "))
+	if err != nil {
+		return err
+	}
+	for name, write := range map[string]func(io.Writer) error{
+		"report.md": rep.WriteMarkdown, "report.html": rep.WriteHTML, "results.json": rep.WriteJSON,
+	} {
+		if err := writeFile(filepath.Join(out, name), write); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "wrote %s/report.md, report.html and results.json\n", out)
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " \t\"'") {
+			a = strconv.Quote(a)
+		}
+		out[i] = a
+	}
+	return out
+}
