@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loremnews/loremnews/load"
+)
+
+func TestHistogramQuantile(t *testing.T) {
+	// 100 observations: 50 in (0, 1], 40 in (1, 2], 10 in (2, 4].
+	h := histogram{bounds: []float64{1, 2, 4, math.Inf(1)}, counts: []float64{50, 90, 100, 100}, sum: 150}
+	for _, tc := range []struct{ q, want float64 }{
+		{0.25, 0.5}, {0.5, 1}, {0.7, 1.5}, {0.95, 3}, {1, 4},
+	} {
+		if got := h.quantile(tc.q); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("q%.2f = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if h.mean() != 1.5 || h.count() != 100 {
+		t.Errorf("mean %v count %v", h.mean(), h.count())
+	}
+	earlier := histogram{bounds: h.bounds, counts: []float64{50, 50, 50, 50}, sum: 20}
+	d := h.minus(earlier)
+	if d.count() != 50 || d.quantile(0.5) != 1.625 {
+		t.Errorf("diff: count %v, median %v", d.count(), d.quantile(0.5))
+	}
+	if !math.IsNaN((histogram{}).quantile(0.5)) {
+		t.Error("empty histogram has a quantile")
+	}
+}
+
+func TestParseCounters(t *testing.T) {
+	text := `# HELP loremnews_write_wait_seconds x
+# TYPE loremnews_write_wait_seconds histogram
+loremnews_write_wait_seconds_bucket{le="0.001"} 7
+loremnews_write_wait_seconds_bucket{le="0.01"} 9
+loremnews_write_wait_seconds_bucket{le="+Inf"} 10
+loremnews_write_wait_seconds_sum 0.5
+loremnews_write_wait_seconds_count 10
+# TYPE loremnews_sqlite_busy_errors_total counter
+loremnews_sqlite_busy_errors_total 3
+# TYPE loremnews_writer_queue_max_depth gauge
+loremnews_writer_queue_max_depth 19
+`
+	c, err := parseCounters(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.writeWait.count() != 10 || c.busyErrors != 3 || c.queueMax != 19 || c.writeWait.sum != 0.5 {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func sampleReport() *Report {
+	run := func(c int, rps float64, fails int64) Run {
+		return Run{Action: "balanced", Concurrency: c, Summary: load.Summary{
+			RequestsPerSec: rps, Average: 0.02, Slowest: 0.09, Failures: fails,
+			Percentiles:  []load.PercentileValue{{Percentile: 50, Seconds: 0.015}, {Percentile: 90, Seconds: 0.03}, {Percentile: 99, Seconds: 0.05}, {Percentile: 99.9, Seconds: 0.07}},
+			StatusCodes:  map[string]int64{"200": 1000, "503": fails},
+			LogHistogram: []load.BucketValue{{UpperSeconds: 0.01, Count: 300}, {UpperSeconds: 0.02, Count: 600}, {UpperSeconds: 0.09, Count: 100}},
+		}}
+	}
+	return &Report{
+		Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), Finished: time.Date(2026, 11, 22, 3, 8, 0, 0, time.UTC),
+		CommandLine: "loremnews bench --sweep",
+		Machine:     Machine{Cores: 2, CPU: "Test CPU", Go: "go1.26", SQLite: "3.54.1"},
+		Config:      Config{Action: "balanced", Concurrency: 20, Duration: 10 * time.Second, Runs: 2, Sweep: []int{1, 4}, SweepDuration: time.Second, Users: 100, Posts: 1000},
+		Setups: []*SetupResult{
+			{Setup: Setup{Name: "naive", Profile: "naive"}, Runs: []Run{run(20, 1000, 12), run(20, 1200, 8)}, Sweep: []Run{run(1, 300, 0), run(4, 900, 3)},
+				BusyErrors: 20, ServerLog: []string{"level=WARN msg=unavailable"}},
+			{Setup: Setup{Name: "split", Profile: "split"}, Runs: []Run{run(20, 800, 0), run(20, 900, 0)}, Sweep: []Run{run(1, 250, 0), run(4, 700, 0)},
+				WriteWait: WaitStats{Count: 500, P99: 0.04}},
+		},
+	}
+}
+
+func TestReportFormats(t *testing.T) {
+	rep := sampleReport()
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"# Lorem News benchmark: balanced, c=20, 2 × 10s",
+		"| naive | 1 | 1000 | 20.0 ms | 15.0 ms | 30.0 ms | 50.0 ms | 70.0 ms | 90.0 ms | 12 (503×12) |",
+		"|  | **mean** | **1100** |", "**10.0** |", // mean req/s and mean non-2xx
+		"| split | 500 |", "c=4", "Test CPU", "loremnews bench --sweep", "level=WARN msg=unavailable",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q\n%s", want, md.String())
+		}
+	}
+	var html bytes.Buffer
+	if err := rep.WriteHTML(&html); err != nil {
+		t.Fatal(err)
+	}
+	h := html.String()
+	if strings.Count(h, "<svg") != 3 || strings.Contains(h, "<?xml") || strings.Contains(h, "<script") || strings.Contains(h, "http://") && !strings.Contains(h, "http://www.w3.org") {
+		t.Errorf("html: %d charts, or external references", strings.Count(h, "<svg"))
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Setups) != 2 || back.Setups[0].Runs[1].RequestsPerSec != 1200 {
+		t.Fatalf("json round trip: %v", err)
+	}
+}
+
+// TestExecuteEndToEnd builds the real binary and runs a tiny experiment:
+// two setups, each seeded and served as its own process, one short run and
+// a two-level sweep.
+func TestExecuteEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "loremnews")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/loremnews")
+	build.Env = os.Environ()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	var log bytes.Buffer
+	cfg := Config{
+		Setups:        []Setup{{Name: "naive", Binary: bin, Profile: "naive"}, {Name: "split", Binary: bin, Profile: "split"}},
+		Action:        "balanced",
+		Concurrency:   4,
+		Duration:      700 * time.Millisecond,
+		Runs:          1,
+		Sweep:         []int{1, 8},
+		SweepDuration: 300 * time.Millisecond,
+		Seed:          1, Users: 20, Posts: 50,
+		WorkDir: dir,
+		Log:     &log,
+	}
+	rep, err := Execute(context.Background(), cfg, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rep.Setups {
+		if s.Error != "" {
+			t.Fatalf("%s: %s\n%s", s.Setup.Name, s.Error, log.String())
+		}
+		if len(s.Runs) != 1 || s.Runs[0].Requests == 0 || len(s.Sweep) != 2 {
+			t.Fatalf("%s: runs %+v sweep %d", s.Setup.Name, s.Runs, len(s.Sweep))
+		}
+		if s.WriteWait.Count == 0 {
+			t.Errorf("%s: no write waits scraped", s.Setup.Name)
+		}
+		if !strings.HasPrefix(s.SQLite, "3.") {
+			t.Errorf("%s: sqlite version %q", s.Setup.Name, s.SQLite)
+		}
+	}
+	if split := rep.Setups[1]; split.Runs[0].Failures != 0 || split.BusyErrors != 0 {
+		t.Errorf("split failed requests: %+v, busy errors %v", split.Runs[0].StatusCodes, split.BusyErrors)
+	}
+	if rep.Machine.Cores == 0 || rep.Finished.Before(rep.Started) {
+		t.Errorf("machine %+v", rep.Machine)
+	}
+}
