@@ -31,6 +31,8 @@ type Config struct {
 	Observer RequestObserver
 	// Metrics, if set, is served at GET /metrics.
 	Metrics http.Handler
+	// Profiler, if set, is served at /debug/pprof/.
+	Profiler http.Handler
 }
 
 // Handler is the whole site as one http.Handler.

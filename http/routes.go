@@ -17,6 +17,9 @@ func (h *Handler) routes() {
 	if h.cfg.Metrics != nil {
 		m.Handle("GET /metrics", h.cfg.Metrics)
 	}
+	if h.cfg.Profiler != nil {
+		m.Handle("/debug/pprof/", h.cfg.Profiler)
+	}
 
 	m.Handle("GET /{$}", h.page(h.index))
 

@@ -25,6 +25,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		bcryptCost       int
 		logLevel         string
 		withMetrics      bool
+		withPprof        bool
 		shutdownTimeout  time.Duration
 		fs               = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH] [--profile NAME] [--benchmarking] [--seed-if-empty]",
 			"Serve Lorem News. The database is created and migrated on start.", stdout)
@@ -47,6 +48,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.twin("log-level", "LOREM_LOG_LEVEL")
 	fs.BoolVar(&withMetrics, "metrics", true, "serve Prometheus metrics at GET /metrics (request latency by route, writer waits, pool use)")
 	fs.twin("metrics", "LOREM_METRICS")
+	fs.BoolVar(&withPprof, "pprof", false, "serve Go's profiler at /debug/pprof/ (loopback addresses only)")
+	fs.twin("pprof", "LOREM_PPROF")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, how long requests in flight may take to finish")
 	fs.twin("shutdown-timeout", "LOREM_SHUTDOWN_TIMEOUT")
 	if err := fs.parse(args); err != nil {
@@ -71,6 +74,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if benchmarking && !allowRemoteBench && !isLoopback(host) {
 		return &usageError{msg: fmt.Sprintf("--benchmarking on %s would let anyone who can reach it delete data; bind to 127.0.0.1 or add --allow-remote-benchmarking", addr), usage: fs.usage}
+	}
+	if withPprof && !isLoopback(host) {
+		return &usageError{msg: "--pprof is only allowed on a loopback --addr", usage: fs.usage}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
@@ -113,6 +119,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if m != nil {
 		m.Watch(db)
 		cfg.Observer, cfg.Metrics = m, m.Handler()
+	}
+	if withPprof {
+		cfg.Profiler = pprofHandler()
 	}
 	handler, err := lnhttp.NewHandler(db, cfg)
 	if err != nil {
