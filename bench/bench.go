@@ -35,6 +35,7 @@ type Config struct {
 	Runs          int           `json:"runs"`           // main runs per setup
 	Sweep         []int         `json:"sweep"`          // concurrency levels; empty: no sweep
 	SweepDuration time.Duration `json:"sweep_duration"` // of each sweep level
+	Ceiling       bool          `json:"ceiling"`        // first measure POST /benchmarking/ceiling (no database, no template)
 	Seed          uint64        `json:"seed"`
 	Users         int           `json:"users"`
 	Posts         int           `json:"posts"`
@@ -92,6 +93,7 @@ type Report struct {
 	CommandLine string         `json:"command_line"`
 	Machine     Machine        `json:"machine"`
 	Config      Config         `json:"config"`
+	Ceiling     *Run           `json:"ceiling,omitempty"`
 	Setups      []*SetupResult `json:"setups"`
 }
 
@@ -117,6 +119,13 @@ func Execute(ctx context.Context, cfg Config, commandLine string) (*Report, erro
 	}
 	rep := &Report{Started: time.Now(), CommandLine: commandLine, Config: cfg}
 	rep.Machine = readMachine(cfg.Setups[0].Binary)
+	if cfg.Ceiling {
+		c, err := measureCeiling(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		rep.Ceiling = c
+	}
 	for _, s := range cfg.Setups {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -192,6 +201,24 @@ func runSetup(ctx context.Context, cfg Config, s Setup) *SetupResult {
 		res.Sweep = append(res.Sweep, r)
 	}
 	return res
+}
+
+// measureCeiling loads the trivial handler of the first setup's binary, in
+// the same run, with the same generator and concurrency: a yardstick that
+// makes results from noisy machines comparable.
+func measureCeiling(ctx context.Context, cfg Config) (*Run, error) {
+	s := Setup{Name: "ceiling", Binary: cfg.Setups[0].Binary, Profile: "split"}
+	srv, err := startServer(ctx, s, dbPathFor(cfg.WorkDir, s), filepath.Join(cfg.WorkDir, "ceiling.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	r, err := runLoad(ctx, srv.baseURL+"/benchmarking/ceiling", "ceiling", cfg.Concurrency, cfg.Duration)
+	if err != nil {
+		return nil, err
+	}
+	cfg.logf("ceiling: %.0f req/s, p99 %s", r.RequestsPerSec, fmtSeconds(r.Percentile(99)))
+	return &r, nil
 }
 
 func (s *server) scrapeCounters() (serverCounters, error) {

@@ -69,7 +69,9 @@ func sampleReport() *Report {
 			LogHistogram: []load.BucketValue{{UpperSeconds: 0.01, Count: 300}, {UpperSeconds: 0.02, Count: 600}, {UpperSeconds: 0.09, Count: 100}},
 		}}
 	}
+	ceiling := run(20, 4000, 0)
 	return &Report{
+		Ceiling: &ceiling,
 		Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), Finished: time.Date(2026, 11, 22, 3, 8, 0, 0, time.UTC),
 		CommandLine: "loremnews bench --sweep",
 		Machine:     Machine{Cores: 2, CPU: "Test CPU", Go: "go1.26", SQLite: "3.54.1"},
@@ -91,8 +93,9 @@ func TestReportFormats(t *testing.T) {
 	}
 	for _, want := range []string{
 		"# Lorem News benchmark: balanced, c=20, 2 × 10s",
-		"| naive | 1 | 1000 | 20.0 ms | 15.0 ms | 30.0 ms | 50.0 ms | 70.0 ms | 90.0 ms | 12 (503×12) |",
-		"|  | **mean** | **1100** |", "**10.0** |", // mean req/s and mean non-2xx
+		"| naive | 1 | 1000 | 25.0 % | 20.0 ms | 15.0 ms | 30.0 ms | 50.0 ms | 70.0 ms | 90.0 ms | 12 (503×12) |",
+		"Ceiling: the same binary's POST /benchmarking/ceiling",
+		"|  | **mean** | **1100** | **27.5 %** |", "**10.0** |", // mean req/s and mean non-2xx
 		"| split | 500 |", "c=4", "Test CPU", "loremnews bench --sweep", "level=WARN msg=unavailable",
 	} {
 		if !strings.Contains(md.String(), want) {
@@ -137,6 +140,7 @@ func TestExecuteEndToEnd(t *testing.T) {
 		Runs:          1,
 		Sweep:         []int{1, 8},
 		SweepDuration: 300 * time.Millisecond,
+		Ceiling:       true,
 		Seed:          1, Users: 20, Posts: 50,
 		WorkDir: dir,
 		Log:     &log,
@@ -161,6 +165,9 @@ func TestExecuteEndToEnd(t *testing.T) {
 	}
 	if split := rep.Setups[1]; split.Runs[0].Failures != 0 || split.BusyErrors != 0 {
 		t.Errorf("split failed requests: %+v, busy errors %v", split.Runs[0].StatusCodes, split.BusyErrors)
+	}
+	if rep.Ceiling == nil || rep.Ceiling.Requests == 0 || rep.Ceiling.Failures != 0 {
+		t.Errorf("ceiling %+v", rep.Ceiling)
 	}
 	if rep.Machine.Cores == 0 || rep.Finished.Before(rep.Started) {
 		t.Errorf("machine %+v", rep.Machine)

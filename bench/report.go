@@ -90,7 +90,11 @@ func (r *Report) intro() []string {
 
 func (r *Report) tables() []table {
 	c := r.Config
-	results := table{Title: "Results", Head: []string{"setup", "run", "req/s", "avg", "p50", "p90", "p99", "p99.9", "slowest", "non-2xx"}}
+	results := table{Title: "Results", Head: []string{"setup", "run", "req/s", "% of ceiling", "avg", "p50", "p90", "p99", "p99.9", "slowest", "non-2xx"}}
+	if r.Ceiling != nil {
+		results.Note = fmt.Sprintf("Ceiling: the same binary's POST /benchmarking/ceiling (no database, no template), same generator and concurrency, in this run: %.0f req/s, p50 %s, p99 %s.",
+			r.Ceiling.RequestsPerSec, fmtSeconds(r.Ceiling.Percentile(50)), fmtSeconds(r.Ceiling.Percentile(99)))
+	}
 	for _, s := range r.Setups {
 		if s.Error != "" && len(s.Runs) == 0 {
 			results.Rows = append(results.Rows, tableRow{Cells: []string{s.Setup.Name, "–", "failed: " + s.Error}})
@@ -101,14 +105,14 @@ func (r *Report) tables() []table {
 			if i == 0 {
 				name = s.Setup.Name
 			}
-			cells := []string{name, fmt.Sprint(i + 1), fmt.Sprintf("%.0f", run.RequestsPerSec)}
+			cells := []string{name, fmt.Sprint(i + 1), fmt.Sprintf("%.0f", run.RequestsPerSec), r.ofCeiling(run.RequestsPerSec)}
 			for _, col := range runColumns {
 				cells = append(cells, fmtSeconds(col.value(run)))
 			}
 			results.Rows = append(results.Rows, tableRow{Cells: append(cells, statusSummary(run))})
 		}
 		rps, lat, nonOK := meanRun(s.Runs)
-		cells := []string{"", "mean", fmt.Sprintf("%.0f", rps)}
+		cells := []string{"", "mean", fmt.Sprintf("%.0f", rps), r.ofCeiling(rps)}
 		for _, v := range lat {
 			cells = append(cells, fmtSeconds(v))
 		}
@@ -158,6 +162,14 @@ func (r *Report) tables() []table {
 		out = append(out, tb)
 	}
 	return out
+}
+
+// ofCeiling shows rps as a percentage of the ceiling, if measured.
+func (r *Report) ofCeiling(rps float64) string {
+	if r.Ceiling == nil || r.Ceiling.RequestsPerSec == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f %%", 100*rps/r.Ceiling.RequestsPerSec)
 }
 
 // setupLines describes each setup (plain text).

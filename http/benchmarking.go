@@ -171,3 +171,10 @@ func (h *Handler) benchUserShow(w http.ResponseWriter, r *http.Request) error {
 	h.renderUser(w, r, u.ID)
 	return nil
 }
+
+// benchCeiling answers at once: what this binary's HTTP stack alone can do
+// on this machine, the ceiling the other actions are measured against.
+func (h *Handler) benchCeiling(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ok\n"))
+}

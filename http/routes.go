@@ -51,6 +51,9 @@ func (h *Handler) routes() {
 	// benchmarking is off the route does not exist (404).
 	if h.cfg.Benchmarking {
 		m.HandleFunc("POST /benchmarking/{action}", h.benchmark)
+		// The yardstick: the same server and middleware, no database, no
+		// template. The experiment reports results as a share of it.
+		m.HandleFunc("POST /benchmarking/ceiling", h.benchCeiling)
 	}
 
 	m.Handle("/", h.page(func(w http.ResponseWriter, r *http.Request) {

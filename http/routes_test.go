@@ -411,6 +411,7 @@ func TestBenchmarkingEndpoints(t *testing.T) {
 	t.Run("OffByDefault", func(t *testing.T) {
 		site := newTestSite(t, siteOptions{})
 		wantStatus(t, site.browser().postRaw("/benchmarking/balanced", nil), 404)
+		wantStatus(t, site.browser().postRaw("/benchmarking/ceiling", nil), 404)
 	})
 	site := newTestSite(t, siteOptions{benchmarking: true})
 	b := site.browser()
@@ -445,6 +446,11 @@ func TestBenchmarkingEndpoints(t *testing.T) {
 				}
 			}
 		}
+	})
+	t.Run("Ceiling", func(t *testing.T) {
+		r := b.postRaw("/benchmarking/ceiling", nil)
+		wantStatus(t, r, 200)
+		wantBody(t, r, "ok")
 	})
 	t.Run("UnknownAction", func(t *testing.T) {
 		wantStatus(t, b.postRaw("/benchmarking/drop_tables", nil), 404)

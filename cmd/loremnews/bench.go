@@ -42,6 +42,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&sweep, "sweep", false, "after the main runs, sweep the concurrency levels")
 	fs.StringVar(&levels, "sweep-levels", "1,2,4,8,16,32,64,128,256", "concurrency levels of the sweep")
 	fs.DurationVar(&cfg.SweepDuration, "sweep-duration", 5*time.Second, "duration of each sweep level")
+	fs.BoolVar(&cfg.Ceiling, "ceiling", true, "first measure the ceiling: the same binary's trivial handler, same load")
 	fs.BoolVar(&quick, "quick", false, "a one-minute version: 3 runs of 3 s per setup, no sweep")
 	fs.StringVar(&out, "out", "", "directory for the reports (default benchmarks/DATE-ACTION)")
 	fs.BoolVar(&keepWork, "keep-work", false, "keep the databases and server logs (their folder is printed)")
