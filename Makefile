@@ -17,7 +17,7 @@ GO ?= go
 DB ?= storage/loremnews.sqlite3
 ADDR ?= 127.0.0.1:3000
 
-.PHONY: build build-plain run test test-deps lint bench bench-quick clean
+.PHONY: build build-plain generate run test test-deps lint bench bench-quick clean
 
 build:
 	$(GO) build -o bin/loremnews ./cmd/loremnews
@@ -32,7 +32,13 @@ run: build
 test-deps:
 	scripts/install-test-deps
 
+# The pages are templ components (http/views.templ) compiled to Go; the
+# generated http/views_templ.go is committed so a plain go build works.
+generate:
+	$(GO) tool templ generate -path http
+
 lint: test-deps
+	@$(GO) tool templ generate -path http >/dev/null 2>&1; git diff --exit-code --stat -- http/views_templ.go || (echo "http/views_templ.go is stale: run make generate and commit it"; exit 1)
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt needed on the files above"; exit 1)
 	$(GO) vet ./...
 	bin/tools/staticcheck ./...

@@ -27,12 +27,12 @@ func safeReturnTo(s string) string {
 }
 
 func (h *Handler) signInForm(w http.ResponseWriter, r *http.Request) {
-	h.render(w, r, http.StatusOK, "auth", &authPage{basePage: basePage{Title: "Sign in"}, Action: "/signin",
+	h.render(w, r, http.StatusOK, &authPage{basePage: basePage{Title: "Sign in"}, Action: "/signin",
 		ReturnTo: safeReturnTo(r.URL.Query().Get("return_to"))})
 }
 
 func (h *Handler) signUpForm(w http.ResponseWriter, r *http.Request) {
-	h.render(w, r, http.StatusOK, "auth", &authPage{basePage: basePage{Title: "Sign up"}, Action: "/signup", SignUp: true})
+	h.render(w, r, http.StatusOK, &authPage{basePage: basePage{Title: "Sign up"}, Action: "/signup", SignUp: true})
 }
 
 // errBadCredentials does not say which of the two was wrong, so the form
@@ -48,7 +48,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 			h.renderError(w, r, err)
 			return
 		}
-		h.render(w, r, statusFor(loremnews.EINVALID), "auth", &authPage{basePage: basePage{Title: "Sign in"}, Action: "/signin",
+		h.render(w, r, statusFor(loremnews.EINVALID), &authPage{basePage: basePage{Title: "Sign in"}, Action: "/signin",
 			ScreenName: name, ReturnTo: returnTo, Error: loremnews.ErrorMessage(err)})
 	}
 	u, err := h.store.FindUserByScreenName(r.Context(), name)
@@ -91,7 +91,7 @@ func (h *Handler) signUp(w http.ResponseWriter, r *http.Request) {
 			h.renderError(w, r, err)
 			return
 		}
-		h.render(w, r, statusFor(loremnews.EINVALID), "auth", &authPage{basePage: basePage{Title: "Sign up"}, Action: "/signup",
+		h.render(w, r, statusFor(loremnews.EINVALID), &authPage{basePage: basePage{Title: "Sign up"}, Action: "/signup",
 			SignUp: true, ScreenName: in.ScreenName, Error: loremnews.ErrorMessage(err)})
 	}
 	if err := in.Validate(); err != nil {

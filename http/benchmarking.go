@@ -159,7 +159,7 @@ func (h *Handler) benchPostsIndex(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	h.render(w, r, http.StatusOK, "index", &indexPage{Heading: fmt.Sprintf("Posts from #%d", from), Posts: posts})
+	h.render(w, r, http.StatusOK, &indexPage{Heading: fmt.Sprintf("Posts from #%d", from), Posts: posts})
 	return nil
 }
 

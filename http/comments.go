@@ -64,7 +64,7 @@ func (h *Handler) editComment(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "comment_form", &commentFormPage{basePage: basePage{Title: "Edit comment"},
+	h.render(w, r, http.StatusOK, &commentFormPage{basePage: basePage{Title: "Edit comment"},
 		Comment: c, Form: loremnews.CommentInput{Body: c.Body}})
 }
 
@@ -80,7 +80,7 @@ func (h *Handler) updateComment(w http.ResponseWriter, r *http.Request) {
 		_, err = h.store.UpdateComment(r.Context(), c.ID, in)
 	}
 	if loremnews.ErrorCode(err) == loremnews.EINVALID {
-		h.render(w, r, statusFor(loremnews.EINVALID), "comment_form", &commentFormPage{basePage: basePage{Title: "Edit comment"},
+		h.render(w, r, statusFor(loremnews.EINVALID), &commentFormPage{basePage: basePage{Title: "Edit comment"},
 			Comment: c, Form: in, Error: loremnews.ErrorMessage(err)})
 		return
 	} else if err != nil {

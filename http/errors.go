@@ -75,7 +75,7 @@ func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, err error)
 	if title == "" {
 		title = "Error"
 	}
-	h.render(w, r, status, "error", &errorPage{basePage: basePage{Title: title}, Message: msg})
+	h.render(w, r, status, &errorPage{basePage: basePage{Title: title}, Message: msg})
 }
 
 func notFound(msg string) error  { return loremnews.Errorf(loremnews.ENOTFOUND, "%s", msg) }

@@ -5,7 +5,6 @@ package http
 
 import (
 	"errors"
-	"html/template"
 	"log/slog"
 	"net/http"
 	"time"
@@ -40,15 +39,14 @@ type Handler struct {
 	store  loremnews.Store
 	cfg    Config
 	log    *slog.Logger
-	pages  map[string]*template.Template
 	mux    *http.ServeMux
 	root   http.Handler
 	now    func() time.Time
 	origin *http.CrossOriginProtection
 }
 
-// NewHandler parses the templates (a broken template fails here, at start,
-// not on a request) and builds the routes.
+// NewHandler builds the routes. The pages are compiled Go (views.templ), so
+// a broken template fails the build, not a request.
 func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 	if store == nil {
 		return nil, errors.New("http: nil store")
@@ -65,15 +63,10 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	pages, err := parsePages()
-	if err != nil {
-		return nil, err
-	}
 	h := &Handler{
 		store:  store,
 		cfg:    cfg,
 		log:    cfg.Logger,
-		pages:  pages,
 		mux:    http.NewServeMux(),
 		now:    time.Now,
 		origin: http.NewCrossOriginProtection(),

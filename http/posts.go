@@ -38,7 +38,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "index", &indexPage{Heading: "Newest posts", Posts: posts})
+	h.render(w, r, http.StatusOK, &indexPage{Heading: "Newest posts", Posts: posts})
 }
 
 func (h *Handler) showPost(w http.ResponseWriter, r *http.Request) {
@@ -65,7 +65,7 @@ func (h *Handler) renderPost(w http.ResponseWriter, r *http.Request, status int,
 		return
 	}
 	me := state(r).user
-	h.render(w, r, status, "post", &postPage{
+	h.render(w, r, status, &postPage{
 		basePage:     basePage{Title: post.Title},
 		Post:         post,
 		Comments:     comments,
@@ -76,7 +76,7 @@ func (h *Handler) renderPost(w http.ResponseWriter, r *http.Request, status int,
 }
 
 func (h *Handler) newPost(w http.ResponseWriter, r *http.Request) {
-	h.render(w, r, http.StatusOK, "post_form", &postFormPage{basePage: basePage{Title: "New post"},
+	h.render(w, r, http.StatusOK, &postFormPage{basePage: basePage{Title: "New post"},
 		Action: "/posts", Submit: "Create post", Cancel: "/"})
 }
 
@@ -113,7 +113,7 @@ func (h *Handler) renderPostForm(w http.ResponseWriter, r *http.Request, err err
 		return
 	}
 	page.Error = loremnews.ErrorMessage(err)
-	h.render(w, r, statusFor(loremnews.EINVALID), "post_form", page)
+	h.render(w, r, statusFor(loremnews.EINVALID), page)
 }
 
 // ownPost loads the post named in the path and checks the reader owns it.
@@ -138,7 +138,7 @@ func (h *Handler) editPost(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "post_form", &postFormPage{basePage: basePage{Title: "Edit post"},
+	h.render(w, r, http.StatusOK, &postFormPage{basePage: basePage{Title: "Edit post"},
 		Action: fmt.Sprintf("/posts/%d", post.ID), Submit: "Save post", Cancel: fmt.Sprintf("/posts/%d", post.ID),
 		Form: loremnews.PostInput{Title: post.Title, Description: post.Description}})
 }

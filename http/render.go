@@ -4,57 +4,38 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
-	"html/template"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/loremnews/loremnews"
 )
-
-//go:embed templates/*.html
-var templateFS embed.FS
 
 //go:embed static
 var staticFS embed.FS
 
-// pageFiles are the pages; each is parsed together with layout.html.
-var pageFiles = []string{"index", "post", "post_form", "comment_form", "auth", "user", "user_form", "error"}
+// timeValue is a time as the pages show it.
+type timeValue time.Time
 
-func parsePages() (map[string]*template.Template, error) {
-	pages := map[string]*template.Template{}
-	for _, name := range pageFiles {
-		t, err := template.New(name).Funcs(templateFuncs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
-		if err != nil {
-			return nil, fmt.Errorf("http: parse template %s: %w", name, err)
-		}
-		pages[name] = t
+// ISO is the machine-readable form, for <time datetime>.
+func (t timeValue) ISO() string { return time.Time(t).UTC().Format(time.RFC3339) }
+
+// Ago says how long ago t was, the way people say it: "3 hours ago".
+func (t timeValue) Ago() string { return ago(time.Time(t)) }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
 	}
-	return pages, nil
+	return strconv.Itoa(n) + " " + many
 }
 
-var templateFuncs = template.FuncMap{
-	"ago":        ago,
-	"iso":        func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"paragraphs": paragraphs,
-	"plural": func(n int, one, many string) string {
-		if n == 1 {
-			return "1 " + one
-		}
-		return fmt.Sprintf("%d %s", n, many)
-	},
-	// byline pairs an author with whether they are the reader, for the
-	// "author" template, which writes "you" for the reader's own things.
-	"byline": func(p pageData, u *loremnews.User) bylineData {
-		return bylineData{User: u, You: u != nil && p.base().CurrentUser != nil && p.base().CurrentUser.ID == u.ID}
-	},
-}
-
-type bylineData struct {
-	User *loremnews.User
-	You  bool
-}
+func postURL(id int64) templ.SafeURL    { return templ.SafeURL("/posts/" + strconv.FormatInt(id, 10)) }
+func userURL(id int64) templ.SafeURL    { return templ.SafeURL("/users/" + strconv.FormatInt(id, 10)) }
+func commentURL(id int64) templ.SafeURL { return templ.SafeURL("/comments/" + strconv.FormatInt(id, 10)) }
 
 // ago says how long ago t was, the way people say it: "3 hours ago".
 func ago(t time.Time) string {
@@ -94,8 +75,21 @@ func paragraphs(s string) []string {
 	return out
 }
 
-// pageData is implemented by every page's data struct through the embedded base.
-type pageData interface{ base() *basePage }
+// pageData is implemented by every page's data struct: base() through the
+// embedded basePage, view() by each page.
+type pageData interface {
+	base() *basePage
+	view() templ.Component
+}
+
+func (p *indexPage) view() templ.Component       { return indexView(p) }
+func (p *postPage) view() templ.Component        { return postView(p) }
+func (p *postFormPage) view() templ.Component    { return postFormView(p) }
+func (p *commentFormPage) view() templ.Component { return commentFormView(p) }
+func (p *authPage) view() templ.Component        { return authView(p) }
+func (p *userPage) view() templ.Component        { return userView(p) }
+func (p *userFormPage) view() templ.Component    { return userFormView(p) }
+func (p *errorPage) view() templ.Component       { return errorView(p) }
 
 // basePage is what the layout needs on every page.
 type basePage struct {
@@ -112,9 +106,9 @@ func (b *basePage) Owns(userID int64) bool { return b.CurrentUser != nil && b.Cu
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// render executes a page into a buffer first, so a template error never
-// sends half a page, then writes it with status.
-func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, page string, data pageData) {
+// render executes a page into a buffer first, so an error never sends half
+// a page, then writes it with status.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, data pageData) {
 	st := state(r)
 	b := data.base()
 	b.CurrentUser, b.CSRFToken = st.user, st.csrf
@@ -124,13 +118,13 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
-	if err := h.pages[page].ExecuteTemplate(buf, "layout", data); err != nil {
-		h.log.Error("render", "page", page, "err", err)
+	if err := layout(b, data.view()).Render(r.Context(), buf); err != nil {
+		h.log.Error("render", "path", r.URL.Path, "err", err)
 		http.Error(w, "Internal error.", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Length", fmt.Sprint(buf.Len()))
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }

@@ -51,7 +51,7 @@ func (h *Handler) renderUser(w http.ResponseWriter, r *http.Request, id int64) {
 			return
 		}
 	}
-	h.render(w, r, http.StatusOK, "user", page)
+	h.render(w, r, http.StatusOK, page)
 }
 
 // self checks that the path's user is the reader.
@@ -72,7 +72,7 @@ func (h *Handler) editUser(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "user_form", &userFormPage{basePage: basePage{Title: "Edit profile"}, User: me,
+	h.render(w, r, http.StatusOK, &userFormPage{basePage: basePage{Title: "Edit profile"}, User: me,
 		Form: loremnews.ProfileInput{ScreenName: me.ScreenName, About: me.About}})
 }
 
@@ -94,7 +94,7 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 	}
 	if loremnews.ErrorCode(err) == loremnews.EINVALID {
 		in.Password = "" // never echo a password back into a page
-		h.render(w, r, statusFor(loremnews.EINVALID), "user_form", &userFormPage{basePage: basePage{Title: "Edit profile"},
+		h.render(w, r, statusFor(loremnews.EINVALID), &userFormPage{basePage: basePage{Title: "Edit profile"},
 			User: me, Form: in, Error: loremnews.ErrorMessage(err)})
 		return
 	} else if err != nil {
