@@ -33,9 +33,11 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-func postURL(id int64) templ.SafeURL    { return templ.SafeURL("/posts/" + strconv.FormatInt(id, 10)) }
-func userURL(id int64) templ.SafeURL    { return templ.SafeURL("/users/" + strconv.FormatInt(id, 10)) }
-func commentURL(id int64) templ.SafeURL { return templ.SafeURL("/comments/" + strconv.FormatInt(id, 10)) }
+func postURL(id int64) templ.SafeURL { return templ.SafeURL("/posts/" + strconv.FormatInt(id, 10)) }
+func userURL(id int64) templ.SafeURL { return templ.SafeURL("/users/" + strconv.FormatInt(id, 10)) }
+func commentURL(id int64) templ.SafeURL {
+	return templ.SafeURL("/comments/" + strconv.FormatInt(id, 10))
+}
 
 // ago says how long ago t was, the way people say it: "3 hours ago".
 func ago(t time.Time) string {
