@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -117,6 +118,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 
 	writePragmas := mergePragmas(spec.pragmas, userPragmas)
+	if spec.stmtCache > 0 && !params.Has("_stmt_cache_size") {
+		params.Set("_stmt_cache_size", strconv.Itoa(spec.stmtCache))
+	}
 	db.writeDB = sql.OpenDB(newConnector(path, params, spec.writerBusyTimeout(cfg.WriterTimeout), spec.txlock(), writePragmas))
 	if spec.sharedPool {
 		// One pool for everything, as a framework gives you by default.
