@@ -26,8 +26,9 @@ type User struct {
 }
 
 // Post is a story submitted by a user. CommentsCount is a counter cache, like
-// User.PostsCount. Author is filled in by queries that join the users table,
-// so listing pages are one query rather than one per row.
+// User.PostsCount. Author (its ID and ScreenName only) is filled in by
+// queries that join the users table, so listing pages are one query rather
+// than one per row.
 type Post struct {
 	ID            int64
 	UserID        int64

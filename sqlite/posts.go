@@ -29,25 +29,27 @@ func scanPost(s scanner, extra ...any) (*loremnews.Post, error) {
 	return &p, nil
 }
 
-// scanPostWithAuthor scans postColumns followed by userColumns.
+// authorColumns is what pages show of an author: listings select only
+// these, not the whole user row (every extra column is copied out of SQLite
+// for each of up to 100 rows).
+const authorColumns = `u.id, u.screen_name`
+
+// scanPostWithAuthor scans postColumns followed by authorColumns.
 func scanPostWithAuthor(s scanner) (*loremnews.Post, error) {
-	var (
-		u        loremnews.User
-		lastSeen sql.NullTime
-	)
-	p, err := scanPost(s, &u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, &lastSeen, &u.PostsCount, &u.CreatedAt, &u.UpdatedAt)
+	var u loremnews.User
+	p, err := scanPost(s, &u.ID, &u.ScreenName)
 	if err != nil {
 		return nil, err
 	}
-	u.LastSeenAt = lastSeen.Time
 	p.Author = &u
 	return p, nil
 }
 
-// queryPosts lists post summaries (no description) with their authors;
+// queryPosts lists post summaries (no description) with their authors' ids
+// and screen names;
 // tail is the WHERE/ORDER/LIMIT part.
 func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Post, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+postSummaryColumns+`, `+userColumns+`
+	rows, err := q.QueryContext(ctx, `SELECT `+postSummaryColumns+`, `+authorColumns+`
 		FROM posts p JOIN users u ON u.id = p.user_id `+tail, args...)
 	if err != nil {
 		return nil, err
@@ -65,7 +67,7 @@ func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*lo
 }
 
 func findPost(ctx context.Context, q querier, id int64) (*loremnews.Post, error) {
-	p, err := scanPostWithAuthor(q.QueryRowContext(ctx, `SELECT `+postColumns+`, `+userColumns+`
+	p, err := scanPostWithAuthor(q.QueryRowContext(ctx, `SELECT `+postColumns+`, `+authorColumns+`
 		FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "Post not found.")
