@@ -13,8 +13,9 @@ import (
 // twins: a flag not given on the command line takes its twin's value.
 type flagSet struct {
 	*flag.FlagSet
-	env   map[string]string // flag name → environment variable
-	usage string
+	env        map[string]string // flag name → environment variable
+	usage      string
+	positional []string // the arguments after parseArgs
 }
 
 func newFlagSet(name, usage, about string, stdout io.Writer) *flagSet {
@@ -48,18 +49,29 @@ func (fs *flagSet) parse(args []string) error { return fs.parseArgs(args, 0) }
 // parseArgs is parse for commands that take exactly nargs arguments after
 // their flags.
 func (fs *flagSet) parseArgs(args []string, nargs int) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) { // Parse has printed the usage
-			return err
+	// Go's flag package stops at the first argument that is not a flag;
+	// accept flags after the arguments too (load URL -c 20 --json).
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) { // Parse has printed the usage
+				return err
+			}
+			return &usageError{msg: err.Error(), usage: fs.usage}
 		}
-		return &usageError{msg: err.Error(), usage: fs.usage}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	if fs.NArg() > nargs {
-		return &usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(nargs)), usage: fs.usage}
+	if len(positional) > nargs {
+		return &usageError{msg: fmt.Sprintf("unexpected argument %q", positional[nargs]), usage: fs.usage}
 	}
-	if fs.NArg() < nargs {
+	if len(positional) < nargs {
 		return &usageError{msg: "missing argument", usage: fs.usage}
 	}
+	fs.positional = positional
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	for name, env := range fs.env {

@@ -61,10 +61,10 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&cfg.DisableKeepAlives, "disable-keepalive", false, "open a new connection for every request")
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	fs.BoolVar(&noProgress, "no-progress", false, "no live progress line (it is shown only on a terminal anyway)")
-	if err := fs.parseArgs(urlLast(args), 1); err != nil {
+	if err := fs.parseArgs(args, 1); err != nil {
 		return err
 	}
-	cfg.URL = fs.Arg(0)
+	cfg.URL = fs.positional[0]
 	cfg.Header = headers.h
 	cfg.Method = strings.ToUpper(cfg.Method)
 	if cfg.Requests == 0 && cfg.Duration == 0 {
@@ -100,15 +100,6 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	printResult(stdout, res)
 	return nil
-}
-
-// urlLast lets the URL come first (loremnews load URL -c 20) as well as
-// last: Go's flag parsing stops at the first argument that is not a flag.
-func urlLast(args []string) []string {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return append(append([]string{}, args[1:]...), args[0])
-	}
-	return args
 }
 
 func isTerminal(w io.Writer) bool {

@@ -36,7 +36,8 @@ func TestLoadCommand(t *testing.T) {
 	})
 	t.Run("JSON", func(t *testing.T) {
 		var out bytes.Buffer
-		if err := run(context.Background(), []string{"load", "-c", "2", "-n", "10", "-m", "POST", "-H", "X-A: 1", "--json", srv.URL}, &out, io.Discard); err != nil {
+		// Flags after the URL work too.
+		if err := run(context.Background(), []string{"load", "-c", "2", "-n", "10", srv.URL, "-m", "POST", "-H", "X-A: 1", "--json"}, &out, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		var s load.Summary
