@@ -11,9 +11,10 @@ import (
 )
 
 // queryComments lists comments with their authors and their post's id and
-// title; tail is the WHERE/ORDER/LIMIT part.
+// title; tail is the WHERE/ORDER/LIMIT part. UpdatedAt is left zero: no
+// page shows it, and each timestamp costs a parse per row.
 func queryComments(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Comment, error) {
-	rows, err := q.QueryContext(ctx, `SELECT c.id, c.post_id, c.user_id, c.body, c.created_at, c.updated_at,
+	rows, err := q.QueryContext(ctx, `SELECT c.id, c.post_id, c.user_id, c.body, c.created_at,
 			p.title, u.screen_name
 		FROM comments c
 		JOIN posts p ON p.id = c.post_id
@@ -29,7 +30,7 @@ func queryComments(ctx context.Context, q querier, tail string, args ...any) ([]
 			title  string
 			author string
 		)
-		if err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, &c.CreatedAt, &c.UpdatedAt, &title, &author); err != nil {
+		if err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, &c.CreatedAt, &title, &author); err != nil {
 			return nil, err
 		}
 		c.Post = &loremnews.Post{ID: c.PostID, Title: title}

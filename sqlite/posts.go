@@ -9,11 +9,13 @@ import (
 	"github.com/loremnews/loremnews"
 )
 
-// postColumns is the select list scanned by scanPost; listings select ” for
-// the description, which only the post page shows.
+// postColumns is the select list scanned by scanPost. Listings select only
+// postSummaryColumns: no description (only the post page shows it) and one
+// timestamp, not three (the driver parses each DATETIME text into a
+// time.Time, and a listing has up to 100 rows).
 const (
 	postColumns        = `p.id, p.user_id, p.title, p.description, p.published_at, p.comments_count, p.created_at, p.updated_at`
-	postSummaryColumns = `p.id, p.user_id, p.title, '', p.published_at, p.comments_count, p.created_at, p.updated_at`
+	postSummaryColumns = `p.id, p.user_id, p.title, p.comments_count, p.created_at`
 )
 
 var errTitleTaken = loremnews.Errorf(loremnews.EINVALID, "Title has already been taken.")
@@ -45,8 +47,8 @@ func scanPostWithAuthor(s scanner) (*loremnews.Post, error) {
 	return p, nil
 }
 
-// queryPosts lists post summaries (no description) with their authors' ids
-// and screen names;
+// queryPosts lists post summaries (id, author, title, comment count,
+// creation time) with their authors' ids and screen names;
 // tail is the WHERE/ORDER/LIMIT part.
 func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Post, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+postSummaryColumns+`, `+authorColumns+`
@@ -57,8 +59,8 @@ func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*lo
 	defer rows.Close()
 	var posts []*loremnews.Post
 	for rows.Next() {
-		p, err := scanPostWithAuthor(rows)
-		if err != nil {
+		p := &loremnews.Post{Author: &loremnews.User{}}
+		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &p.CreatedAt, &p.Author.ID, &p.Author.ScreenName); err != nil {
 			return nil, err
 		}
 		posts = append(posts, p)
