@@ -34,6 +34,7 @@ type Config struct {
 	Duration      time.Duration `json:"duration"`       // of each main run
 	Runs          int           `json:"runs"`           // main runs per setup
 	Sweep         []int         `json:"sweep"`          // concurrency levels; empty: no sweep
+	Scenarios     []Scenario    `json:"scenarios"`      // extra single runs per setup, after the main runs
 	SweepDuration time.Duration `json:"sweep_duration"` // of each sweep level
 	Ceiling       bool          `json:"ceiling"`        // first measure POST /benchmarking/ceiling (no database, no template)
 	Seed          uint64        `json:"seed"`
@@ -42,6 +43,15 @@ type Config struct {
 	WorkDir       string        `json:"-"` // databases and server logs
 	Log           io.Writer     `json:"-"` // progress lines; nil for none
 }
+
+// Scenario is one extra run: an action at a concurrency, for -z.
+type Scenario struct {
+	Action      string `json:"action"`
+	Concurrency int    `json:"concurrency"`
+}
+
+// String is "action@c".
+func (s Scenario) String() string { return fmt.Sprintf("%s@%d", s.Action, s.Concurrency) }
 
 // Run is one load run's result.
 type Run struct {
@@ -78,6 +88,7 @@ type SetupResult struct {
 	SQLite        string    `json:"sqlite_version"`
 	Runs          []Run     `json:"runs"`
 	Sweep         []Run     `json:"sweep,omitempty"`
+	Scenarios     []Run     `json:"scenarios,omitempty"`
 	WriteWait     WaitStats `json:"write_wait"`
 	BusyErrors    float64   `json:"busy_errors"`
 	BusyRetries   float64   `json:"busy_retries"`
@@ -191,6 +202,15 @@ func runSetup(ctx context.Context, cfg Config, s Setup) *SetupResult {
 	res.BusyRetries = after.busyRetries - before.busyRetries
 	res.QueueMaxDepth = after.queueMax
 
+	for _, sc := range cfg.Scenarios {
+		r, err := runLoad(ctx, srv.baseURL+"/benchmarking/"+sc.Action, sc.Action, sc.Concurrency, cfg.Duration)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		cfg.logf("%s: %s: %.0f req/s, p99 %s, %d non-2xx", s.Name, sc, r.RequestsPerSec, fmtSeconds(r.Percentile(99)), r.Failures)
+		res.Scenarios = append(res.Scenarios, r)
+	}
 	for _, c := range cfg.Sweep {
 		r, err := runLoad(ctx, url, cfg.Action, c, cfg.SweepDuration)
 		if err != nil {

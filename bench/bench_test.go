@@ -75,12 +75,13 @@ func sampleReport() *Report {
 		Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), Finished: time.Date(2026, 11, 22, 3, 8, 0, 0, time.UTC),
 		CommandLine: "loremnews bench --sweep",
 		Machine:     Machine{Cores: 2, CPU: "Test CPU", Go: "go1.26", SQLite: "3.54.1"},
-		Config:      Config{Action: "balanced", Concurrency: 20, Duration: 10 * time.Second, Runs: 2, Sweep: []int{1, 4}, SweepDuration: time.Second, Users: 100, Posts: 1000},
+		Config: Config{Action: "balanced", Concurrency: 20, Duration: 10 * time.Second, Runs: 2, Sweep: []int{1, 4}, SweepDuration: time.Second, Users: 100, Posts: 1000,
+			Scenarios: []Scenario{{"post_show", 20}}},
 		Setups: []*SetupResult{
 			{Setup: Setup{Name: "naive", Profile: "naive"}, Runs: []Run{run(20, 1000, 12), run(20, 1200, 8)}, Sweep: []Run{run(1, 300, 0), run(4, 900, 3)},
 				BusyErrors: 20, ServerLog: []string{"level=WARN msg=unavailable"}},
 			{Setup: Setup{Name: "split", Profile: "split"}, Runs: []Run{run(20, 800, 0), run(20, 900, 0)}, Sweep: []Run{run(1, 250, 0), run(4, 700, 0)},
-				WriteWait: WaitStats{Count: 500, P99: 0.04}},
+				WriteWait: WaitStats{Count: 500, P99: 0.04}, Scenarios: []Run{func() Run { r := run(20, 2000, 0); r.Action = "post_show"; return r }()}},
 		},
 	}
 }
@@ -96,7 +97,7 @@ func TestReportFormats(t *testing.T) {
 		"| naive | 1 | 1000 | 25.0 % | 20.0 ms | 15.0 ms | 30.0 ms | 50.0 ms | 70.0 ms | 90.0 ms | 12 (503×12) |",
 		"Ceiling: the same binary's POST /benchmarking/ceiling",
 		"|  | **mean** | **1100** | **27.5 %** |", "**10.0** |", // mean req/s and mean non-2xx
-		"| split | 500 |", "c=4", "Test CPU", "loremnews bench --sweep", "level=WARN msg=unavailable",
+		"| split | 500 |", "c=4", "| split | post_show | 20 | 2000 | 50.0 % |", "Test CPU", "loremnews bench --sweep", "level=WARN msg=unavailable",
 	} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q\n%s", want, md.String())
@@ -141,6 +142,7 @@ func TestExecuteEndToEnd(t *testing.T) {
 		Sweep:         []int{1, 8},
 		SweepDuration: 300 * time.Millisecond,
 		Ceiling:       true,
+		Scenarios:     []Scenario{{"post_show", 2}},
 		Seed:          1, Users: 20, Posts: 50,
 		WorkDir: dir,
 		Log:     &log,
@@ -153,7 +155,7 @@ func TestExecuteEndToEnd(t *testing.T) {
 		if s.Error != "" {
 			t.Fatalf("%s: %s\n%s", s.Setup.Name, s.Error, log.String())
 		}
-		if len(s.Runs) != 1 || s.Runs[0].Requests == 0 || len(s.Sweep) != 2 {
+		if len(s.Runs) != 1 || s.Runs[0].Requests == 0 || len(s.Sweep) != 2 || len(s.Scenarios) != 1 || s.Scenarios[0].Action != "post_show" {
 			t.Fatalf("%s: runs %+v sweep %d", s.Setup.Name, s.Runs, len(s.Sweep))
 		}
 		if s.WriteWait.Count == 0 {

@@ -132,6 +132,22 @@ func (r *Report) tables() []table {
 			fmtSeconds(w.P90), fmtSeconds(w.P99), fmtSeconds(w.P999), fmt.Sprintf("%.0f", s.QueueMaxDepth), fmt.Sprintf("%.0f", s.BusyErrors), fmt.Sprintf("%.0f", s.BusyRetries)}})
 	}
 	out := []table{results, waits}
+	if len(c.Scenarios) > 0 {
+		sc := table{Title: "Scenarios", Note: fmt.Sprintf("One %s run each, on the same database, after the main runs.", c.Duration),
+			Head: []string{"setup", "action", "c", "req/s", "% of ceiling", "p50", "p99", "p99.9", "slowest", "non-2xx"}}
+		for _, s := range r.Setups {
+			for i, run := range s.Scenarios {
+				name := ""
+				if i == 0 {
+					name = s.Setup.Name
+				}
+				sc.Rows = append(sc.Rows, tableRow{Cells: []string{name, run.Action, fmt.Sprint(run.Concurrency), fmt.Sprintf("%.0f", run.RequestsPerSec),
+					r.ofCeiling(run.RequestsPerSec), fmtSeconds(run.Percentile(50)), fmtSeconds(run.Percentile(99)), fmtSeconds(run.Percentile(99.9)),
+					fmtSeconds(run.Slowest), statusSummary(run)}})
+			}
+		}
+		out = append(out, sc)
+	}
 	if len(c.Sweep) == 0 {
 		return out
 	}

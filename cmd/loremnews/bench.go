@@ -22,6 +22,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		plainBinary string
 		sweep       bool
 		levels      string
+		scenarios   string
 		quick       bool
 		out         string
 		keepWork    bool
@@ -42,6 +43,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&sweep, "sweep", false, "after the main runs, sweep the concurrency levels")
 	fs.StringVar(&levels, "sweep-levels", "1,2,4,8,16,32,64,128,256", "concurrency levels of the sweep")
 	fs.DurationVar(&cfg.SweepDuration, "sweep-duration", 5*time.Second, "duration of each sweep level")
+	fs.StringVar(&scenarios, "scenarios", "", "extra runs after the main ones, e.g. balanced@256,post_create@20 (ACTION@CONCURRENCY, -z each); \"actions\" = the seven single actions at -c plus balanced and write_heavy at 256")
 	fs.BoolVar(&cfg.Ceiling, "ceiling", true, "first measure the ceiling: the same binary's trivial handler, same load")
 	fs.BoolVar(&quick, "quick", false, "a one-minute version: 3 runs of 3 s per setup, no sweep")
 	fs.StringVar(&out, "out", "", "directory for the reports (default benchmarks/DATE-ACTION)")
@@ -85,6 +87,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			cfg.Sweep = append(cfg.Sweep, n)
 		}
+	}
+	if scenarios == "actions" {
+		scenarios = fmt.Sprintf("post_create@%[1]d,comment_create@%[1]d,post_destroy@%[1]d,comment_destroy@%[1]d,post_show@%[1]d,posts_index@%[1]d,user_show@%[1]d,balanced@256,write_heavy@256", cfg.Concurrency)
+	}
+	for _, sc := range strings.Split(scenarios, ",") {
+		if sc = strings.TrimSpace(sc); sc == "" {
+			continue
+		}
+		action, c, ok := strings.Cut(sc, "@")
+		n, err := strconv.Atoi(c)
+		if !ok || err != nil || n < 1 || action == "" {
+			return &usageError{msg: fmt.Sprintf("bad --scenarios entry %q (want ACTION@CONCURRENCY)", sc), usage: fs.usage}
+		}
+		cfg.Scenarios = append(cfg.Scenarios, bench.Scenario{Action: action, Concurrency: n})
 	}
 	if cfg.Runs < 1 || cfg.Concurrency < 1 || cfg.Duration <= 0 || cfg.Users < 1 || cfg.Posts < 1 {
 		return &usageError{msg: "--runs, -c, -z, --users and --posts must be positive", usage: fs.usage}
