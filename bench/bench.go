@@ -153,74 +153,102 @@ func Execute(ctx context.Context, cfg Config, commandLine string) (*Report, erro
 
 func runSetup(ctx context.Context, cfg Config, s Setup) *SetupResult {
 	res := &SetupResult{Setup: s, SQLite: sqliteVersion(s.Binary)}
-	dbPath := dbPathFor(cfg.WorkDir, s)
+	if err := runMain(ctx, cfg, s, res); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	for _, sc := range cfg.Scenarios {
+		err := withFreshServer(ctx, cfg, s, s.Name+"-"+sc.Action, func(srv *server) error {
+			r, err := runLoadN(ctx, srv.baseURL+"/benchmarking/"+sc.Action, sc.Action, sc.Concurrency, cfg.Duration, scenarioCap(cfg, sc.Action))
+			if err != nil {
+				return err
+			}
+			cfg.logf("%s: %s: %.0f req/s, p99 %s, %d non-2xx", s.Name, sc, r.RequestsPerSec, fmtSeconds(r.Percentile(99)), r.Failures)
+			res.Scenarios = append(res.Scenarios, r)
+			return nil
+		})
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+	}
+	return res
+}
+
+// scenarioCap limits the destroy-only scenarios to half the rows seeded, so
+// the table never runs out (a pick from an empty table is a 404 by design).
+func scenarioCap(cfg Config, action string) int {
+	switch action {
+	case "post_destroy":
+		return cfg.Posts / 2
+	case "comment_destroy":
+		return cfg.Posts * 5 / 2 // at least 5 comments per post
+	}
+	return 0
+}
+
+// runMain runs the main runs and the sweep on one freshly seeded server,
+// and reads the server's write-wait histogram around the main runs.
+func runMain(ctx context.Context, cfg Config, s Setup, res *SetupResult) error {
+	return withFreshServer(ctx, cfg, s, s.Name, func(srv *server) error {
+		defer func() { res.ServerLog = logTail(srv.logPath, 20) }()
+		before, err := srv.scrapeCounters()
+		if err != nil {
+			return err
+		}
+		url := srv.baseURL + "/benchmarking/" + cfg.Action
+		for i := range cfg.Runs {
+			r, err := runLoad(ctx, url, cfg.Action, cfg.Concurrency, cfg.Duration)
+			if err != nil {
+				return err
+			}
+			cfg.logf("%s: run %d: %.0f req/s, p99 %s, slowest %s, %d non-2xx", s.Name, i+1, r.RequestsPerSec,
+				fmtSeconds(r.Percentile(99)), fmtSeconds(r.Slowest), r.Failures)
+			res.Runs = append(res.Runs, r)
+		}
+		after, err := srv.scrapeCounters()
+		if err != nil {
+			return err
+		}
+		w := after.writeWait.minus(before.writeWait)
+		res.WriteWait = WaitStats{Count: w.count(), Mean: finite(w.mean()), P50: finite(w.quantile(.5)), P90: finite(w.quantile(.9)),
+			P99: finite(w.quantile(.99)), P999: finite(w.quantile(.999))}
+		res.BusyErrors = after.busyErrors - before.busyErrors
+		res.BusyRetries = after.busyRetries - before.busyRetries
+		res.QueueMaxDepth = after.queueMax
+		for _, c := range cfg.Sweep {
+			r, err := runLoad(ctx, url, cfg.Action, c, cfg.SweepDuration)
+			if err != nil {
+				return err
+			}
+			cfg.logf("%s: sweep c=%d: %.0f req/s, p99 %s, %d non-2xx", s.Name, c, r.RequestsPerSec, fmtSeconds(r.Percentile(99)), r.Failures)
+			res.Sweep = append(res.Sweep, r)
+		}
+		return nil
+	})
+}
+
+// withFreshServer seeds a fresh database for the setup, serves it from its
+// own process while fn runs, then stops the server gracefully.
+func withFreshServer(ctx context.Context, cfg Config, s Setup, name string, fn func(*server) error) (err error) {
+	dbPath := filepath.Join(cfg.WorkDir, name+".sqlite3")
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		os.Remove(dbPath + suffix)
 	}
-	cfg.logf("%s: seeding a fresh database", s.Name)
+	cfg.logf("%s: seeding a fresh database", name)
 	if err := seedDatabase(ctx, s, dbPath, cfg); err != nil {
-		res.Error = err.Error()
-		return res
+		return err
 	}
-	srv, err := startServer(ctx, s, dbPath, filepath.Join(cfg.WorkDir, s.Name+".log"))
+	srv, err := startServer(ctx, s, dbPath, filepath.Join(cfg.WorkDir, name+".log"))
 	if err != nil {
-		res.Error = err.Error()
-		return res
+		return err
 	}
 	defer func() {
-		if err := srv.stop(); err != nil && res.Error == "" {
-			res.Error = err.Error()
+		if stopErr := srv.stop(); err == nil {
+			err = stopErr
 		}
-		res.ServerLog = logTail(srv.logPath, 20)
 	}()
-
-	before, err := srv.scrapeCounters()
-	if err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	url := srv.baseURL + "/benchmarking/" + cfg.Action
-	for i := range cfg.Runs {
-		r, err := runLoad(ctx, url, cfg.Action, cfg.Concurrency, cfg.Duration)
-		if err != nil {
-			res.Error = err.Error()
-			return res
-		}
-		cfg.logf("%s: run %d: %.0f req/s, p99 %s, slowest %s, %d non-2xx", s.Name, i+1, r.RequestsPerSec,
-			fmtSeconds(r.Percentile(99)), fmtSeconds(r.Slowest), r.Failures)
-		res.Runs = append(res.Runs, r)
-	}
-	after, err := srv.scrapeCounters()
-	if err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	w := after.writeWait.minus(before.writeWait)
-	res.WriteWait = WaitStats{Count: w.count(), Mean: finite(w.mean()), P50: finite(w.quantile(.5)), P90: finite(w.quantile(.9)),
-		P99: finite(w.quantile(.99)), P999: finite(w.quantile(.999))}
-	res.BusyErrors = after.busyErrors - before.busyErrors
-	res.BusyRetries = after.busyRetries - before.busyRetries
-	res.QueueMaxDepth = after.queueMax
-
-	for _, sc := range cfg.Scenarios {
-		r, err := runLoad(ctx, srv.baseURL+"/benchmarking/"+sc.Action, sc.Action, sc.Concurrency, cfg.Duration)
-		if err != nil {
-			res.Error = err.Error()
-			return res
-		}
-		cfg.logf("%s: %s: %.0f req/s, p99 %s, %d non-2xx", s.Name, sc, r.RequestsPerSec, fmtSeconds(r.Percentile(99)), r.Failures)
-		res.Scenarios = append(res.Scenarios, r)
-	}
-	for _, c := range cfg.Sweep {
-		r, err := runLoad(ctx, url, cfg.Action, c, cfg.SweepDuration)
-		if err != nil {
-			res.Error = err.Error()
-			return res
-		}
-		cfg.logf("%s: sweep c=%d: %.0f req/s, p99 %s, %d non-2xx", s.Name, c, r.RequestsPerSec, fmtSeconds(r.Percentile(99)), r.Failures)
-		res.Sweep = append(res.Sweep, r)
-	}
-	return res
+	return fn(srv)
 }
 
 // measureCeiling loads the trivial handler of the first setup's binary, in
@@ -250,7 +278,12 @@ func (s *server) scrapeCounters() (serverCounters, error) {
 }
 
 func runLoad(ctx context.Context, url, action string, c int, d time.Duration) (Run, error) {
-	res, err := load.Run(ctx, load.Config{URL: url, Method: "POST", Concurrency: c, Duration: d})
+	return runLoadN(ctx, url, action, c, d, 0)
+}
+
+// runLoadN is runLoad stopping after n requests if n > 0.
+func runLoadN(ctx context.Context, url, action string, c int, d time.Duration, n int) (Run, error) {
+	res, err := load.Run(ctx, load.Config{URL: url, Method: "POST", Concurrency: c, Duration: d, Requests: n})
 	if err != nil {
 		return Run{}, err
 	}
