@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -44,6 +45,10 @@ func (d *dbFlags) validate(fs *flagSet) error {
 		return &usageError{msg: "PostgreSQL URLs are not supported yet; --db takes a SQLite file path", usage: fs.usage}
 	case d.dsn == "":
 		return &usageError{msg: "--db must not be empty", usage: fs.usage}
+	}
+	path, _, _ := strings.Cut(strings.TrimPrefix(d.dsn, "file:"), "?")
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return &usageError{msg: fmt.Sprintf("--db %s is a directory, not a database file", path), usage: fs.usage}
 	}
 	return nil
 }

@@ -177,8 +177,20 @@ func TestUsageErrors(t *testing.T) {
 	t.Run("DatabaseIsADirectory", func(t *testing.T) {
 		var stderr bytes.Buffer
 		err := run(context.Background(), []string{"migrate", "--db", dir}, io.Discard, io.Discard)
-		if code := exitCode(err, &stderr); code != 1 || !strings.Contains(stderr.String(), "is a directory") {
+		if code := exitCode(err, &stderr); code != 2 || !strings.Contains(stderr.String(), "is a directory") {
 			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+	})
+	t.Run("CorruptDatabase", func(t *testing.T) {
+		bad := filepath.Join(dir, "corrupt.sqlite3")
+		os.WriteFile(bad, bytes.Repeat([]byte("this is not a database "), 500), 0o644)
+		var stderr bytes.Buffer
+		err := run(context.Background(), []string{"serve", "--db", bad, "--addr", "127.0.0.1:0"}, io.Discard, io.Discard)
+		if code := exitCode(err, &stderr); code != 1 || !strings.Contains(stderr.String(), bad) || !strings.Contains(stderr.String(), "not a SQLite database") {
+			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+		if b, _ := os.ReadFile(bad); !bytes.HasPrefix(b, []byte("this is not a database")) {
+			t.Fatal("startup changed the corrupt file")
 		}
 	})
 	t.Run("HelpExitsZero", func(t *testing.T) {
