@@ -17,6 +17,7 @@ const (
 	EUNAUTHORIZED = "unauthorized" // not signed in, or wrong password
 	EFORBIDDEN    = "forbidden"    // signed in, but not the owner
 	EUNAVAILABLE  = "unavailable"  // the database is busy or shutting down: retry later
+	ETOOMANY      = "too_many"     // too many attempts (failed sign-ins): slow down
 )
 
 // Error is an application error whose Message is safe to show to users.

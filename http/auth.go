@@ -2,6 +2,7 @@ package http
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/loremnews/loremnews"
@@ -51,6 +52,23 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, statusFor(loremnews.EINVALID), &authPage{basePage: basePage{Title: "Sign in"}, Action: "/signin",
 			ScreenName: name, ReturnTo: returnTo, Error: loremnews.ErrorMessage(err)})
 	}
+	ip, account := clientIP(r), accountKey(name)
+	for _, lim := range []struct {
+		l   *failureLimiter
+		key string
+	}{{h.ipFailures, ip}, {h.accountFailures, account}} {
+		if blocked, left := lim.l.blocked(lim.key); blocked {
+			w.Header().Set("Retry-After", strconv.Itoa(int(left.Seconds())+1))
+			h.renderError(w, r, loremnews.Errorf(loremnews.ETOOMANY,
+				"Too many failed sign-ins. Try again in %d minutes.", int(left.Minutes())+1))
+			return
+		}
+	}
+	badCredentials := func() {
+		h.ipFailures.fail(ip)
+		h.accountFailures.fail(account)
+		fail(errBadCredentials)
+	}
 	u, err := h.store.FindUserByScreenName(r.Context(), name)
 	switch loremnews.ErrorCode(err) {
 	case "":
@@ -58,16 +76,17 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		// Spend the same time as a real check, so timing does not tell
 		// whether the screen name exists.
 		bcrypt.CompareHashAndPassword(dummyDigest, []byte(password))
-		fail(errBadCredentials)
+		badCredentials()
 		return
 	default:
 		fail(err)
 		return
 	}
 	if bcrypt.CompareHashAndPassword([]byte(u.PasswordDigest), []byte(password)) != nil {
-		fail(errBadCredentials)
+		badCredentials()
 		return
 	}
+	h.accountFailures.reset(account)
 	if err := h.startSession(w, r, u); err != nil {
 		fail(err)
 		return

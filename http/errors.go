@@ -26,6 +26,8 @@ func statusFor(code string) int {
 		return http.StatusConflict
 	case loremnews.EUNAVAILABLE:
 		return http.StatusServiceUnavailable
+	case loremnews.ETOOMANY:
+		return http.StatusTooManyRequests
 	default:
 		return http.StatusInternalServerError
 	}

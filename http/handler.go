@@ -32,6 +32,12 @@ type Config struct {
 	Metrics http.Handler
 	// Profiler, if set, is served at /debug/pprof/.
 	Profiler http.Handler
+	// SignInFailures is how many failed sign-ins an account may have, and
+	// SignInFailuresPerIP how many one IP address may have, within
+	// SignInWindow before further attempts get 429. Defaults: 5, 20, 15 min.
+	SignInFailures      int
+	SignInFailuresPerIP int
+	SignInWindow        time.Duration
 }
 
 // Handler is the whole site as one http.Handler.
@@ -43,6 +49,10 @@ type Handler struct {
 	root   http.Handler
 	now    func() time.Time
 	origin *http.CrossOriginProtection
+
+	// failed sign-ins, by account and by IP address
+	accountFailures *failureLimiter
+	ipFailures      *failureLimiter
 }
 
 // NewHandler builds the routes. The pages are compiled Go (views.templ), so
@@ -63,6 +73,15 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.SignInFailures <= 0 {
+		cfg.SignInFailures = 5
+	}
+	if cfg.SignInFailuresPerIP <= 0 {
+		cfg.SignInFailuresPerIP = 20
+	}
+	if cfg.SignInWindow <= 0 {
+		cfg.SignInWindow = 15 * time.Minute
+	}
 	h := &Handler{
 		store:  store,
 		cfg:    cfg,
@@ -70,6 +89,9 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		mux:    http.NewServeMux(),
 		now:    time.Now,
 		origin: http.NewCrossOriginProtection(),
+
+		accountFailures: newFailureLimiter(cfg.SignInFailures, cfg.SignInWindow),
+		ipFailures:      newFailureLimiter(cfg.SignInFailuresPerIP, cfg.SignInWindow),
 	}
 	h.routes()
 	h.root = h.recoverPanics(h.instrument(h.securityHeaders(h.limitBody(h.mux))))

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/loremnews/loremnews"
+	lnhttp "github.com/loremnews/loremnews/http"
 	"github.com/loremnews/loremnews/seed"
 )
 
@@ -362,6 +363,32 @@ func TestAccount(t *testing.T) {
 			t.Fatalf("inconsistent: %+v", c)
 		}
 	})
+}
+
+func TestSignInRateLimit(t *testing.T) {
+	site := newTestSite(t, siteOptions{handler: lnhttp.Config{SignInFailures: 3, SignInFailuresPerIP: 6}})
+	b := site.browser()
+	victim, other := site.ds.Users[0].ScreenName, site.ds.Users[1].ScreenName
+	attempt := func(name, password string) *response {
+		return b.post("/signin", url.Values{"screen_name": {name}, "password": {password}})
+	}
+	for range 3 {
+		wantStatus(t, attempt(victim, "wrong-password"), http.StatusUnprocessableEntity)
+	}
+	// The account is locked, even for the right password, with a clear 429.
+	r := attempt(strings.ToUpper(victim), seed.Password)
+	wantStatus(t, r, http.StatusTooManyRequests)
+	wantBody(t, r, "Too many failed sign-ins")
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+	// Another account from the same address still works…
+	wantRedirect(t, attempt(other, seed.Password), "/")
+	// …until the address itself has failed too often (6 here).
+	for range 3 {
+		wantStatus(t, attempt("nobody-"+other, "wrong-password"), http.StatusUnprocessableEntity)
+	}
+	wantStatus(t, attempt(other, seed.Password), http.StatusTooManyRequests)
 }
 
 func TestCSRF(t *testing.T) {

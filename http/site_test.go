@@ -29,6 +29,7 @@ type siteOptions struct {
 	profile      sqlite.Profile
 	benchmarking bool
 	users, posts int
+	handler      lnhttp.Config // merged over the defaults below
 }
 
 // newTestSite opens a fresh database, seeds it (bcrypt cost 4: fast) and
@@ -50,7 +51,9 @@ func newTestSite(t testing.TB, opt siteOptions) *testSite {
 	if err := db.LoadDataset(context.Background(), ds.Users, ds.Posts, ds.Comments); err != nil {
 		t.Fatal(err)
 	}
-	h, err := lnhttp.NewHandler(db, lnhttp.Config{Benchmarking: opt.benchmarking, BcryptCost: 4, MaxBodyBytes: 64 << 10})
+	cfg := opt.handler
+	cfg.Benchmarking, cfg.BcryptCost, cfg.MaxBodyBytes = opt.benchmarking, 4, 64<<10
+	h, err := lnhttp.NewHandler(db, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

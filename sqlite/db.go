@@ -474,6 +474,10 @@ func (db *DB) mapError(err error) error {
 	if err == nil || loremnews.ErrorCode(err) != loremnews.EINTERNAL {
 		return err
 	}
+	var se sqlite3.Error
+	if errors.As(err, &se) && se.Code == sqlite3.ErrFull {
+		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "The database is full (out of disk space); nothing was saved. Please try again later."), err)
+	}
 	if isBusy(err) {
 		db.busyErrors.Add(1)
 		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "The database is busy. Please try again."), err)

@@ -2,7 +2,9 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,4 +182,40 @@ func TestWriteTimeoutIsUnavailable(t *testing.T) {
 		t.Fatalf("abandoned = %d, want 1", s.Writer.Abandoned)
 	}
 	MustCreateUser(t, db, "ontime")
+}
+
+// TestDiskFull: when the database cannot grow (here: max_page_count, which
+// fails writes exactly as a full disk does, with SQLITE_FULL), a write is a
+// clear "unavailable" error, nothing half-written stays, and what was there
+// is intact.
+func TestDiskFull(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "full.sqlite3")
+	db := MustOpenDSN(t, path, "")
+	MustSeed(t, db, 10, 20)
+	before := MustBeConsistent(t, db)
+	db.Close()
+
+	var pages int
+	probe := MustOpenDSN(t, path, "")
+	pages = probe.PageCount(t)
+	probe.Close()
+	full := MustOpenDSN(t, "file:"+path+"?_pragma=max_page_count("+fmt.Sprint(pages+2)+")", "")
+	var err error
+	created := 0
+	for i := range 1000 {
+		_, err = full.CreatePost(ctx, 1, loremnews.PostInput{Title: fmt.Sprintf("Filling post %d", i), Description: strings.Repeat("x", 3000)})
+		if err != nil {
+			break
+		}
+		created++
+	}
+	wantCode(t, err, loremnews.EUNAVAILABLE)
+	if !strings.Contains(loremnews.ErrorMessage(err), "database is full") {
+		t.Fatalf("message %q", loremnews.ErrorMessage(err))
+	}
+	after := MustBeConsistent(t, full)
+	if after.Posts != before.Posts+created {
+		t.Fatalf("posts %d, want %d + %d created before the disk filled", after.Posts, before.Posts, created)
+	}
 }

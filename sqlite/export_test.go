@@ -56,3 +56,13 @@ func (db *DB) ExecForTest(tb testing.TB, query string, args ...any) {
 		tb.Fatalf("%s: %v", query, err)
 	}
 }
+
+// PageCount is the database's size in pages.
+func (db *DB) PageCount(tb testing.TB) int {
+	tb.Helper()
+	var n int
+	if err := db.readDB.QueryRow("PRAGMA page_count").Scan(&n); err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
