@@ -103,6 +103,9 @@ func (in PostInput) Validate() error {
 	if !utf8.ValidString(in.Description) {
 		return Errorf(EINVALID, "Description is not valid UTF-8 text.")
 	}
+	if hasControl(in.Description, true) {
+		return Errorf(EINVALID, "Description contains control characters.")
+	}
 	if utf8.RuneCountInString(in.Description) > MaxDescriptionLen {
 		return Errorf(EINVALID, "Description is too long (maximum is %d characters).", MaxDescriptionLen)
 	}
@@ -161,6 +164,9 @@ func (in ProfileInput) Validate() error {
 	if !utf8.ValidString(in.About) {
 		return Errorf(EINVALID, "About is not valid UTF-8 text.")
 	}
+	if hasControl(in.About, true) {
+		return Errorf(EINVALID, "About contains control characters.")
+	}
 	if utf8.RuneCountInString(in.About) > MaxAboutLen {
 		return Errorf(EINVALID, "About is too long (maximum is %d characters).", MaxAboutLen)
 	}
@@ -198,6 +204,9 @@ func ValidatePassword(pw string) error {
 func validText(field, s string, minLen, maxLen int) error {
 	if !utf8.ValidString(s) {
 		return Errorf(EINVALID, "%s is not valid UTF-8 text.", field)
+	}
+	if hasControl(s, field == "Comment") {
+		return Errorf(EINVALID, "%s contains control characters.", field)
 	}
 	n := utf8.RuneCountInString(s)
 	switch {
@@ -302,4 +311,19 @@ type BenchmarkStore interface {
 	RandomPostID(ctx context.Context) (int64, error)
 	// PostIDRange returns the smallest and largest post ids.
 	PostIDRange(ctx context.Context) (minID, maxID int64, err error)
+}
+
+// hasControl reports whether s holds control characters: NUL (which SQLite's
+// length() and many tools treat as the end of the text) and the other C0
+// and C1 controls. Multi-line fields may hold newlines and tabs.
+func hasControl(s string, multiline bool) bool {
+	for _, r := range s {
+		if multiline && (r == '\n' || r == '\r' || r == '\t') {
+			continue
+		}
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return true
+		}
+	}
+	return false
 }

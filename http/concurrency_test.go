@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,6 +116,108 @@ func TestNaiveProfileFailsUnderConcurrentWrites(t *testing.T) {
 	t.Logf("naive/write_heavy: %v", statuses)
 	if failed == 0 {
 		t.Errorf("naive profile had no failures under 64 concurrent writers: %v; is it still deferred?", statuses)
+	}
+	c, err := site.db.CheckConsistency(context.Background())
+	if err != nil || !c.OK() {
+		t.Fatalf("inconsistent: %+v, %v", c, err)
+	}
+}
+
+// TestDuplicatesUnderConcurrency: many browsers submit the same title (and
+// sign up with the same screen name) at the same moment. Exactly one wins;
+// every other gets the form back with 422, none a 500.
+func TestDuplicatesUnderConcurrency(t *testing.T) {
+	site := newTestSite(t, siteOptions{})
+	const n = 24
+	browsers := make([]*browser, n)
+	for i := range browsers {
+		browsers[i] = site.browser()
+		browsers[i].signIn(i % len(site.ds.Users))
+	}
+	for name, submit := range map[string]func(b *browser) *response{
+		"title": func(b *browser) *response {
+			return b.post("/posts", url.Values{"title": {"Everyone wants this title"}})
+		},
+		"screen name": func(b *browser) *response {
+			return site.browser().post("/signup", url.Values{"screen_name": {"popular_name"}, "password": {"long enough"}})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			statuses := make(chan int, n)
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for _, b := range browsers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					statuses <- submit(b).status
+				}()
+			}
+			close(start)
+			wg.Wait()
+			close(statuses)
+			counts := map[int]int{}
+			for s := range statuses {
+				counts[s]++
+			}
+			if counts[http.StatusSeeOther] != 1 || counts[http.StatusUnprocessableEntity] != n-1 {
+				t.Fatalf("statuses %v: want exactly one 303 and %d × 422", counts, n-1)
+			}
+		})
+	}
+}
+
+// TestOverload: 256 clients at once on the write-heavy mixes: no errors and
+// bounded memory. Then 256 clients that give up after 2 ms: their queued
+// writers must leave the queue (no request waits forever), and the site
+// must be fine afterwards.
+func TestOverload(t *testing.T) {
+	site := newTestSite(t, siteOptions{benchmarking: true, users: 100, posts: 300})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, mix := range []string{"write_heavy", "balanced"} {
+		statuses := hammer(t, site.srv.URL+"/benchmarking/"+mix, 256, 3000)
+		if statuses[200] != 3000 {
+			t.Errorf("%s at c=256: %v", mix, statuses)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 64<<20 {
+		t.Errorf("live heap grew by %d MB under overload", grown>>20)
+	}
+
+	// Impatient clients.
+	client := &http.Client{Timeout: 2 * time.Millisecond, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(time.Second)
+	for range 256 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				if resp, err := client.Post(site.srv.URL+"/benchmarking/write_heavy", "", nil); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	client.CloseIdleConnections()
+	// Within a moment of the clients leaving, nothing is queued any more.
+	for waited := 0; site.db.Stats().Writer.Depth > 0; waited++ {
+		if waited > 500 {
+			t.Fatalf("writers still queued after their clients left: %+v", site.db.Stats().Writer)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s := site.db.Stats().Writer
+	t.Logf("after impatient clients: writer queue %+v", s)
+	if statuses := hammer(t, site.srv.URL+"/benchmarking/write_heavy", 8, 200); statuses[200] != 200 {
+		t.Fatalf("after the overload: %v", statuses)
 	}
 	c, err := site.db.CheckConsistency(context.Background())
 	if err != nil || !c.OK() {

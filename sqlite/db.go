@@ -475,6 +475,11 @@ func (db *DB) mapError(err error) error {
 		return err
 	}
 	var se sqlite3.Error
+	if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintCheck {
+		// The domain rules should have caught this first; the schema's
+		// CHECK is the last line of defence, and its failure is the input's.
+		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EINVALID, "The input breaks a rule of the database."), err)
+	}
 	if errors.As(err, &se) && se.Code == sqlite3.ErrFull {
 		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "The database is full (out of disk space); nothing was saved. Please try again later."), err)
 	}
