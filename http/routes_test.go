@@ -391,6 +391,20 @@ func TestSignInRateLimit(t *testing.T) {
 	wantStatus(t, attempt(other, seed.Password), http.StatusTooManyRequests)
 }
 
+func TestSecureCookies(t *testing.T) {
+	site := newTestSite(t, siteOptions{handler: lnhttp.Config{SecureCookies: true}})
+	r := site.browser().post("/signin", url.Values{"screen_name": {site.ds.Users[0].ScreenName}, "password": {seed.Password}})
+	cookies := (&http.Response{Header: r.header}).Cookies()
+	if len(cookies) == 0 {
+		t.Fatal("no cookies")
+	}
+	for _, c := range cookies {
+		if !c.Secure || !c.HttpOnly {
+			t.Errorf("cookie %s: Secure %v, HttpOnly %v", c.Name, c.Secure, c.HttpOnly)
+		}
+	}
+}
+
 func TestCSRF(t *testing.T) {
 	site := newTestSite(t, siteOptions{})
 	b := site.browser()

@@ -181,6 +181,15 @@ func TestUsageErrors(t *testing.T) {
 			t.Fatalf("exit %d, stderr %q", code, stderr.String())
 		}
 	})
+	t.Run("DirectoryCannotBeCreated", func(t *testing.T) {
+		file := filepath.Join(dir, "a-file")
+		os.WriteFile(file, []byte("x"), 0o644)
+		var stderr bytes.Buffer
+		err := run(context.Background(), []string{"migrate", "--db", filepath.Join(file, "db.sqlite3")}, io.Discard, io.Discard)
+		if code := exitCode(err, &stderr); code != 1 || !strings.Contains(stderr.String(), "create directory for") {
+			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+	})
 	t.Run("CorruptDatabase", func(t *testing.T) {
 		bad := filepath.Join(dir, "corrupt.sqlite3")
 		os.WriteFile(bad, bytes.Repeat([]byte("this is not a database "), 500), 0o644)
