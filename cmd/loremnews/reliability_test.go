@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -284,4 +285,48 @@ func TestBackupUnderLoad(t *testing.T) {
 		t.Fatalf("backup onto an existing file: exit %d (%v)", code, err)
 	}
 
+}
+
+// TestLitestreamReplicaRestores: Litestream (installed by
+// scripts/install-test-deps) replicates the live database to a folder
+// while the site writes; after both stop, `litestream restore` gives a file
+// with exactly the live data, consistent.
+func TestLitestreamReplicaRestores(t *testing.T) {
+	litestream, err := filepath.Abs(filepath.Join("..", "..", "bin", "tools", "litestream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(litestream); err != nil {
+		t.Fatalf("litestream not installed: run scripts/install-test-deps (make test does): %v", err)
+	}
+	dir := t.TempDir()
+	dbPath, replica := filepath.Join(dir, "live.sqlite3"), "file://"+filepath.Join(dir, "replica")
+	seedFile(t, dbPath, "--users", "30", "--posts", "100")
+	srv := startServer(t, dbPath, "--benchmarking")
+	ls := exec.Command(litestream, "replicate", dbPath, replica)
+	var lsLog syncBuffer
+	ls.Stdout, ls.Stderr = &lsLog, &lsLog
+	if err := ls.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Process.Kill()
+	time.Sleep(500 * time.Millisecond)
+	res, err := load.Run(context.Background(), load.Config{URL: srv.url + "/benchmarking/write_heavy", Method: "POST", Concurrency: 8, Duration: 2 * time.Second})
+	if err != nil || res.Failures != 0 {
+		t.Fatalf("load: %v %v %v", err, res.StatusCodes, res.Errors)
+	}
+	srv.signal(syscall.SIGTERM, 15*time.Second)
+	time.Sleep(1500 * time.Millisecond) // Litestream syncs every second
+	ls.Process.Signal(syscall.SIGTERM)
+	ls.Wait()
+
+	restored := filepath.Join(dir, "restored.sqlite3")
+	if out, err := exec.Command(litestream, "restore", "-o", restored, replica).CombinedOutput(); err != nil {
+		t.Fatalf("restore: %v\n%s\nreplicate log:\n%s", err, out, lsLog.String())
+	}
+	live, got := mustConsistent(t, dbPath), mustConsistent(t, restored)
+	if live.Users != got.Users || live.Posts != got.Posts || live.Comments != got.Comments {
+		t.Fatalf("restored %+v, live %+v", got, live)
+	}
+	t.Logf("Litestream: %d requests replicated; restored %d users, %d posts, %d comments, consistent", res.Requests, got.Users, got.Posts, got.Comments)
 }
