@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	lnhttp "github.com/loremnews/loremnews/http"
 	"github.com/loremnews/loremnews/sqlite"
 )
 
@@ -24,7 +25,7 @@ func TestConcurrentBenchmarkLoad(t *testing.T) {
 		clients  = 64
 		requests = 5000 // per mix
 	)
-	for _, profile := range []sqlite.Profile{sqlite.ProfileSplit, sqlite.ProfileFair} {
+	for _, profile := range []sqlite.Profile{sqlite.ProfileSplit, sqlite.ProfileFair, sqlite.ProfileBatch} {
 		t.Run(string(profile), func(t *testing.T) {
 			site := newTestSite(t, siteOptions{profile: profile, benchmarking: true, users: 100, posts: 300})
 			for _, mix := range []string{"balanced", "write_heavy"} {
@@ -222,5 +223,14 @@ func TestOverload(t *testing.T) {
 	c, err := site.db.CheckConsistency(context.Background())
 	if err != nil || !c.OK() {
 		t.Fatalf("inconsistent: %+v, %v", c, err)
+	}
+}
+
+// TestMaxInFlight: with one request worked on at a time, 32 concurrent
+// clients are all served, in turn.
+func TestMaxInFlight(t *testing.T) {
+	site := newTestSite(t, siteOptions{benchmarking: true, handler: lnhttp.Config{MaxInFlight: 1}})
+	if statuses := hammer(t, site.srv.URL+"/benchmarking/balanced", 32, 300); statuses[200] != 300 {
+		t.Fatalf("statuses %v", statuses)
 	}
 }

@@ -38,6 +38,9 @@ type Config struct {
 	SignInFailures      int
 	SignInFailuresPerIP int
 	SignInWindow        time.Duration
+	// MaxInFlight caps the requests being worked on at once (others wait
+	// their turn, first come first served); 0 means no cap.
+	MaxInFlight int
 }
 
 // Handler is the whole site as one http.Handler.
@@ -53,6 +56,8 @@ type Handler struct {
 	// failed sign-ins, by account and by IP address
 	accountFailures *failureLimiter
 	ipFailures      *failureLimiter
+
+	slots chan struct{} // MaxInFlight tokens
 }
 
 // NewHandler builds the routes. The pages are compiled Go (views.templ), so
@@ -93,8 +98,11 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		accountFailures: newFailureLimiter(cfg.SignInFailures, cfg.SignInWindow),
 		ipFailures:      newFailureLimiter(cfg.SignInFailuresPerIP, cfg.SignInWindow),
 	}
+	if cfg.MaxInFlight > 0 {
+		h.slots = make(chan struct{}, cfg.MaxInFlight)
+	}
 	h.routes()
-	h.root = h.recoverPanics(h.instrument(h.securityHeaders(h.limitBody(h.mux))))
+	h.root = h.recoverPanics(h.instrument(h.admit(h.securityHeaders(h.limitBody(h.mux)))))
 	return h, nil
 }
 

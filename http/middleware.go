@@ -26,6 +26,32 @@ func (h *Handler) securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
+// admit lets at most MaxInFlight requests be worked on at once; the rest
+// wait, in arrival order (a goroutine blocked sending on a channel is queued
+// FIFO by the runtime), or leave when their client does. On a machine with
+// few cores, running every request at once shares the CPU among them all,
+// so a heavy page takes many times its own time to finish; taking turns
+// bounds that. /up and /metrics bypass the queue, so probes see a busy
+// server as alive.
+func (h *Handler) admit(next http.Handler) http.Handler {
+	if h.slots == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/up" || r.URL.Path == "/metrics" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		select {
+		case h.slots <- struct{}{}:
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-h.slots }()
+		next.ServeHTTP(w, r)
+	})
+}
+
 // limitBody caps request bodies; reading past the cap fails, and the form
 // parser's error becomes a 413.
 func (h *Handler) limitBody(next http.Handler) http.Handler {

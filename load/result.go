@@ -289,7 +289,9 @@ func classify(err error) string {
 		return "connection reset by peer"
 	case errors.Is(err, syscall.EPIPE):
 		return "broken pipe"
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "server closed idle connection"):
+		// The last: net/http's name for a kept-alive connection the server
+		// closed just as a request went out on it.
 		return "connection closed before the response (EOF)"
 	case strings.Contains(err.Error(), "stopped after") && strings.Contains(err.Error(), "redirects"):
 		return "too many redirects"

@@ -53,7 +53,7 @@ func (db *DB) touchRandomUser(ctx context.Context, tx *sql.Tx) (int64, error) {
 // TouchRandomUser updates a random user's last_seen_at and returns the user.
 func (db *DB) TouchRandomUser(ctx context.Context) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		id, err := db.touchRandomUser(ctx, tx)
 		if err != nil {
 			return err
@@ -70,7 +70,7 @@ func (db *DB) TouchRandomUser(ctx context.Context) (*loremnews.User, error) {
 // CreatePostByRandomUser touches a random user and creates a post by them.
 func (db *DB) CreatePostByRandomUser(ctx context.Context, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		userID, err := db.touchRandomUser(ctx, tx)
 		if err != nil {
 			return err
@@ -87,7 +87,7 @@ func (db *DB) CreatePostByRandomUser(ctx context.Context, in loremnews.PostInput
 // CreateCommentOnRandomPost touches a random user and has them comment on a random post.
 func (db *DB) CreateCommentOnRandomPost(ctx context.Context, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		userID, err := db.touchRandomUser(ctx, tx)
 		if err != nil {
 			return err
@@ -107,7 +107,7 @@ func (db *DB) CreateCommentOnRandomPost(ctx context.Context, in loremnews.Commen
 
 // DeleteRandomPost touches a random user and deletes a random post.
 func (db *DB) DeleteRandomPost(ctx context.Context) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := db.touchRandomUser(ctx, tx); err != nil {
 			return err
 		}
@@ -126,7 +126,7 @@ func (db *DB) DeleteRandomPost(ctx context.Context) error {
 // DeleteRandomComment touches a random user and deletes a random comment.
 func (db *DB) DeleteRandomComment(ctx context.Context) (int64, error) {
 	var postID int64
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := db.touchRandomUser(ctx, tx); err != nil {
 			return err
 		}

@@ -43,7 +43,7 @@ func queryComments(ctx context.Context, q querier, tail string, args ...any) ([]
 // CreateComment stores a comment and counts it in the post's comments_count.
 func (db *DB) CreateComment(ctx context.Context, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.write(ctx, func(tx *sql.Tx) (err error) {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
 		c, err = db.insertComment(ctx, tx, postID, userID, in)
 		return err
 	})
@@ -104,7 +104,7 @@ func findComment(ctx context.Context, q querier, id int64) (*loremnews.Comment, 
 // UpdateComment changes a comment's body.
 func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE comments SET body = ?, updated_at = ? WHERE id = ?`, in.Body, db.now(), id)
 		if err != nil {
 			return err
@@ -123,7 +123,7 @@ func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentI
 
 // DeleteComment removes a comment and uncounts it from its post.
 func (db *DB) DeleteComment(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := deleteComment(ctx, tx, id)
 		return err
 	})

@@ -53,9 +53,10 @@ type DB struct {
 	path          string
 	profile       Profile
 	spec          profileSpec
-	readDB        *sql.DB // reads: the read-only pool, or the shared pool
-	writeDB       *sql.DB // write transactions: one connection, or the shared pool
-	queue         *writerQueue
+	readDB        *sql.DB         // reads: the read-only pool, or the shared pool
+	writeDB       *sql.DB         // write transactions: one connection, or the shared pool
+	queue         *writerQueue    // fair: writers take turns, one transaction each
+	committer     *groupCommitter // batch: one goroutine commits queued writes together
 	writerTimeout time.Duration
 
 	// busyRetries counts BEGIN IMMEDIATE attempts that found the write lock
@@ -149,6 +150,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	db.writeDB.SetConnMaxLifetime(0)
 	db.readDB.SetConnMaxLifetime(0)
 
+	if spec.groupCommit {
+		db.committer = newGroupCommitter(db)
+	}
 	if err := db.writeDB.PingContext(ctx); err != nil {
 		db.closePools()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, describeOpenError(err))
@@ -199,6 +203,9 @@ func (db *DB) Close() error {
 }
 
 func (db *DB) closePools() error {
+	if db.committer != nil {
+		db.committer.close()
+	}
 	var errs []error
 	if db.readDB != nil && db.readDB != db.writeDB {
 		errs = append(errs, db.readDB.Close())
@@ -243,11 +250,14 @@ func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
 //     SQLITE_BUSY at once if another writer committed since its read, and no
 //     busy timeout can help it);
 //  3. fn, then COMMIT. Any error rolls back.
-func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	// WriterTimeout bounds the wait for the turn and the lock, not the
 	// transaction itself (a large seed may take longer).
 	start := time.Now()
 	deadline := start.Add(db.writerTimeout)
+	if db.committer != nil {
+		return db.mapError(db.committer.submit(ctx, fn))
+	}
 	if db.queue != nil {
 		qctx, cancel := context.WithDeadline(ctx, deadline)
 		release, err := db.queue.acquire(qctx)
@@ -264,7 +274,7 @@ func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return db.mapError(fmt.Errorf("begin: %w", err))
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	if err := fn(ctx, tx); err != nil {
 		return db.mapError(err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -332,6 +342,9 @@ func (db *DB) Stats() Stats {
 	}
 	if db.queue != nil {
 		s.Writer = db.queue.stats()
+	}
+	if db.committer != nil {
+		s.Writer = db.committer.snapshot()
 	}
 	return s
 }

@@ -39,14 +39,27 @@ func (db *DB) ReadPragmaOnEveryConn(tb testing.TB, name string) []string {
 	return vals
 }
 
-// HoldWriterTurn takes the writer queue's turn, as a long write would.
+// HoldWriterTurn occupies the writer, as a long write would, until release.
 func (db *DB) HoldWriterTurn(tb testing.TB) (release func()) {
 	tb.Helper()
-	release, err := db.queue.acquire(context.Background())
-	if err != nil {
-		tb.Fatal(err)
+	if db.queue != nil {
+		release, err := db.queue.acquire(context.Background())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return release
 	}
-	return release
+	started, done, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		db.write(context.Background(), func(context.Context, *sql.Tx) error {
+			close(started)
+			<-done
+			return nil
+		})
+	}()
+	<-started
+	return func() { close(done); <-finished }
 }
 
 // ExecForTest runs a statement on the write pool outside any profile logic.

@@ -12,7 +12,7 @@ import (
 // (keeping their ids), then sets the counter caches to the true counts.
 // It is one transaction: a crash midway leaves the old data untouched.
 func (db *DB) LoadDataset(ctx context.Context, users []*loremnews.User, posts []*loremnews.Post, comments []*loremnews.Comment) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, stmt := range []string{
 			`DELETE FROM comments`, `DELETE FROM posts`, `DELETE FROM sessions`, `DELETE FROM users`,
 			`DELETE FROM sqlite_sequence WHERE name IN ('users', 'posts', 'comments', 'sessions')`,

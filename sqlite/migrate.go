@@ -18,7 +18,7 @@ var migrationFS embed.FS
 // processes starting at once cannot both apply it (the second waits for the
 // write lock, then sees the record).
 func (db *DB) migrate(ctx context.Context) error {
-	if err := db.write(ctx, func(tx *sql.Tx) error {
+	if err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    TEXT PRIMARY KEY,
 			applied_at DATETIME NOT NULL
@@ -41,7 +41,7 @@ func (db *DB) migrate(ctx context.Context) error {
 }
 
 func (db *DB) applyMigration(ctx context.Context, name string) error {
-	return db.write(ctx, func(tx *sql.Tx) error {
+	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, name).Scan(&n); err != nil {
 			return err

@@ -80,7 +80,7 @@ func findPost(ctx context.Context, q querier, id int64) (*loremnews.Post, error)
 // CreatePost stores a new post by userID and counts it in the author's posts_count.
 func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.write(ctx, func(tx *sql.Tx) (err error) {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
 		p, err = db.insertPost(ctx, tx, userID, in)
 		return err
 	})
@@ -128,7 +128,7 @@ func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, erro
 // UpdatePost changes a post's title and description.
 func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE posts SET title = ?, description = ?, updated_at = ? WHERE id = ?`,
 			in.Title, in.Description, db.now(), id)
 		if isUniqueViolation(err) {
@@ -150,7 +150,7 @@ func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) 
 
 // DeletePost removes a post; its comments go by cascade.
 func (db *DB) DeletePost(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(tx *sql.Tx) error { return deletePost(ctx, tx, id) })
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return deletePost(ctx, tx, id) })
 	if err != nil {
 		return fmt.Errorf("delete post %d: %w", id, err)
 	}

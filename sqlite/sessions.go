@@ -11,7 +11,7 @@ import (
 
 // CreateSession stores a new signed-in browser and fills in its id and times.
 func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := db.now()
 		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, now, now)
@@ -57,7 +57,7 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte) (*lor
 
 // TouchSession records that the session's browser was seen now.
 func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := db.now()
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, now, s.ID); err != nil {
 			return err
@@ -99,7 +99,7 @@ func (db *DB) UserSessions(ctx context.Context, userID int64) ([]*loremnews.Sess
 
 // DeleteSession signs that browser out.
 func (db *DB) DeleteSession(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
 		if err != nil {
 			return err

@@ -30,7 +30,7 @@ var errScreenNameTaken = loremnews.Errorf(loremnews.EINVALID, "Screen name has a
 // CreateUser stores a new user.
 func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := db.now()
 		res, err := tx.ExecContext(ctx, `INSERT INTO users (screen_name, password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
 			screenName, passwordDigest, now, now, now)
@@ -92,7 +92,7 @@ func findUser(ctx context.Context, q querier, id int64) (*loremnews.User, error)
 // UpdateUser changes a user's screen name, about text and, if given, password digest.
 func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passwordDigest string) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET screen_name = ?, about = ?,
 			password_digest = CASE WHEN ? = '' THEN password_digest ELSE ? END, updated_at = ? WHERE id = ?`,
 			screenName, about, passwordDigest, passwordDigest, db.now(), id)
@@ -118,7 +118,7 @@ func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passw
 // those posts' comments_count, so those counters are fixed first, in the
 // same transaction.
 func (db *DB) DeleteUser(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE posts SET comments_count = comments_count -
 				(SELECT count(*) FROM comments c WHERE c.post_id = posts.id AND c.user_id = ?1)
 			WHERE user_id <> ?1 AND id IN (SELECT post_id FROM comments WHERE user_id = ?1)`, id); err != nil {

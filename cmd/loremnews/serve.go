@@ -28,6 +28,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		withMetrics      bool
 		withPprof        bool
 		gcPercent        int
+		maxInFlight      int
 		shutdownTimeout  time.Duration
 		fs               = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH] [--profile NAME] [--benchmarking] [--seed-if-empty]",
 			"Serve Lorem News. The database is created and migrated on start.", stdout)
@@ -54,6 +55,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.twin("pprof", "LOREM_PPROF")
 	fs.IntVar(&gcPercent, "gc-percent", 400, "Go GC target (GOGC): heap growth between collections, in %; the server's live heap is small, so collecting 4× less often buys CPU for requests")
 	fs.twin("gc-percent", "LOREM_GC_PERCENT")
+	fs.IntVar(&maxInFlight, "max-in-flight", 0, "requests worked on at once, the rest wait their turn (0: no limit)")
+	fs.twin("max-in-flight", "LOREM_MAX_IN_FLIGHT")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, how long requests in flight may take to finish")
 	fs.twin("shutdown-timeout", "LOREM_SHUTDOWN_TIMEOUT")
 	if err := fs.parse(args); err != nil {
@@ -123,6 +126,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		SecureCookies: secureCookies,
 		BcryptCost:    bcryptCost,
 		Logger:        log,
+		MaxInFlight:   maxInFlight,
 	}
 	if m != nil {
 		m.Watch(db)
