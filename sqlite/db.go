@@ -250,6 +250,11 @@ func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
 //     SQLITE_BUSY at once if another writer committed since its read, and no
 //     busy timeout can help it);
 //  3. fn, then COMMIT. Any error rolls back.
+//
+// In the batch profile the group committer does all three for the writes
+// queued at that moment together (group_commit.go). fn gets the context to
+// run its statements with: the request's, or in a batch one that keeps the
+// request's values but cannot be cancelled.
 func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	// WriterTimeout bounds the wait for the turn and the lock, not the
 	// transaction itself (a large seed may take longer).

@@ -136,7 +136,8 @@ func (db *DB) DeleteUser(ctx context.Context, id int64) error {
 	return nil
 }
 
-// UserPage loads a user with their newest posts and comments.
+// UserPage loads a user with their newest posts and comments. Every row is
+// the user's own, so neither query joins users again for the author.
 func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
 	var (
 		u        *loremnews.User
@@ -147,16 +148,54 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 		if u, err = findUser(ctx, q, id); err != nil {
 			return err
 		}
-		if posts, err = queryPosts(ctx, q, `WHERE p.user_id = ? ORDER BY p.id DESC LIMIT ?`, id, limit); err != nil {
+		author := &loremnews.User{ID: u.ID, ScreenName: u.ScreenName}
+		if posts, err = queryUserPosts(ctx, q, id, limit, author); err != nil {
 			return err
 		}
-		comments, err = queryComments(ctx, q, `WHERE c.user_id = ? ORDER BY c.id DESC LIMIT ?`, id, limit)
+		comments, err = queryUserComments(ctx, q, id, limit, author)
 		return err
 	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("user page %d: %w", id, err)
 	}
 	return u, posts, comments, nil
+}
+
+func queryUserPosts(ctx context.Context, q querier, userID int64, limit int, author *loremnews.User) ([]*loremnews.Post, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+postSummaryColumns+` FROM posts p WHERE p.user_id = ? ORDER BY p.id DESC LIMIT ?`, userID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var posts []*loremnews.Post
+	for rows.Next() {
+		p := &loremnews.Post{Author: author}
+		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &p.CreatedAt); err != nil {
+			return nil, err
+		}
+		posts = append(posts, p)
+	}
+	return posts, rows.Err()
+}
+
+func queryUserComments(ctx context.Context, q querier, userID int64, limit int, author *loremnews.User) ([]*loremnews.Comment, error) {
+	rows, err := q.QueryContext(ctx, `SELECT c.id, c.post_id, c.body, c.created_at, p.title
+		FROM comments c JOIN posts p ON p.id = c.post_id
+		WHERE c.user_id = ? ORDER BY c.id DESC LIMIT ?`, userID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var comments []*loremnews.Comment
+	for rows.Next() {
+		c := &loremnews.Comment{UserID: userID, Author: author, Post: &loremnews.Post{}}
+		if err := rows.Scan(&c.ID, &c.PostID, &c.Body, &c.CreatedAt, &c.Post.Title); err != nil {
+			return nil, err
+		}
+		c.Post.ID = c.PostID
+		comments = append(comments, c)
+	}
+	return comments, rows.Err()
 }
 
 // mustAffect turns "no row changed" into ENOTFOUND naming the thing.
