@@ -210,7 +210,7 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 		} else if err != nil {
 			return err
 		}
-		comments, err = queryComments(ctx, q, `WHERE c.post_id = ? ORDER BY c.id DESC`, id)
+		comments, err = queryPostComments(ctx, q, p)
 		return err
 	})
 	if err != nil {
@@ -232,4 +232,26 @@ func wasDeleted(ctx context.Context, q querier, table string, id int64, notFound
 		return loremnews.Errorf(loremnews.EGONE, "This has been deleted.")
 	}
 	return notFound
+}
+
+// queryPostComments lists a post's comments, newest first, with their
+// authors; every row is on post p, so it does not join posts again.
+func queryPostComments(ctx context.Context, q querier, p *loremnews.Post) ([]*loremnews.Comment, error) {
+	rows, err := q.QueryContext(ctx, `SELECT c.id, c.user_id, c.body, c.created_at, u.screen_name
+		FROM comments c JOIN users u ON u.id = c.user_id
+		WHERE c.post_id = ? ORDER BY c.id DESC`, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var comments []*loremnews.Comment
+	for rows.Next() {
+		c := &loremnews.Comment{PostID: p.ID, Post: p, Author: &loremnews.User{}}
+		if err := rows.Scan(&c.ID, &c.UserID, &c.Body, &c.CreatedAt, &c.Author.ScreenName); err != nil {
+			return nil, err
+		}
+		c.Author.ID = c.UserID
+		comments = append(comments, c)
+	}
+	return comments, rows.Err()
 }
