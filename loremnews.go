@@ -296,8 +296,8 @@ type SessionStore interface {
 // the first row at or after it, wrapping around to the first row; so a gap
 // left by a deleted row never turns into a not-found error.
 type BenchmarkStore interface {
-	// TouchRandomUser updates a random user's last_seen_at and returns it.
-	TouchRandomUser(ctx context.Context) (*User, error)
+	// TouchRandomUser updates a random user's last_seen_at and returns its id.
+	TouchRandomUser(ctx context.Context) (userID int64, err error)
 	// CreatePostByRandomUser touches a random user and creates a post by them.
 	CreatePostByRandomUser(ctx context.Context, in PostInput) (*Post, error)
 	// CreateCommentOnRandomPost touches a random user and comments on a random post.

@@ -164,11 +164,11 @@ func (h *Handler) benchPostsIndex(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (h *Handler) benchUserShow(w http.ResponseWriter, r *http.Request) error {
-	u, err := h.store.TouchRandomUser(r.Context())
+	id, err := h.store.TouchRandomUser(r.Context())
 	if err != nil {
 		return err
 	}
-	h.renderUser(w, r, u.ID)
+	h.renderUser(w, r, id)
 	return nil
 }
 

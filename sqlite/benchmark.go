@@ -50,21 +50,18 @@ func (db *DB) touchRandomUser(ctx context.Context, tx *sql.Tx) (int64, error) {
 	return id, err
 }
 
-// TouchRandomUser updates a random user's last_seen_at and returns the user.
-func (db *DB) TouchRandomUser(ctx context.Context) (*loremnews.User, error) {
-	var u *loremnews.User
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.touchRandomUser(ctx, tx)
-		if err != nil {
-			return err
-		}
-		u, err = findUser(ctx, tx, id)
+// TouchRandomUser updates a random user's last_seen_at and returns its id
+// (only the id: the write's critical section does no more than it must).
+func (db *DB) TouchRandomUser(ctx context.Context) (int64, error) {
+	var id int64
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		id, err = db.touchRandomUser(ctx, tx)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("touch random user: %w", err)
+		return 0, fmt.Errorf("touch random user: %w", err)
 	}
-	return u, nil
+	return id, nil
 }
 
 // CreatePostByRandomUser touches a random user and creates a post by them.

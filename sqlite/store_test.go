@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/sqlite"
@@ -276,9 +277,12 @@ func TestBenchmarkOperations(t *testing.T) {
 			MustSeed(t, db, 10, 20)
 			before, _ := db.CheckConsistency(ctx)
 
-			u, err := db.TouchRandomUser(ctx)
-			if err != nil || u.LastSeenAt.IsZero() {
-				t.Fatalf("touch = %+v, %v", u, err)
+			id, err := db.TouchRandomUser(ctx)
+			if err != nil {
+				t.Fatalf("touch: %v", err)
+			}
+			if u, err := db.FindUserByID(ctx, id); err != nil || time.Since(u.LastSeenAt) > time.Minute {
+				t.Fatalf("touched user %+v, %v: last_seen_at not now", u, err)
 			}
 			p, err := db.CreatePostByRandomUser(ctx, loremnews.PostInput{Title: "Post by someone", Description: "H: v"})
 			if err != nil || p.ID == 0 {
