@@ -190,6 +190,16 @@ func TestUsageErrors(t *testing.T) {
 			t.Fatalf("exit %d, stderr %q", code, stderr.String())
 		}
 	})
+	t.Run("DirectoryNotWritable", func(t *testing.T) {
+		// /proc accepts no new files, even from root (the tests run as root
+		// in CI, where permission bits would not stop anything).
+		var stderr bytes.Buffer
+		err := run(context.Background(), []string{"migrate", "--db", "/proc/loremnews-test.sqlite3"}, io.Discard, io.Discard)
+		if code := exitCode(err, &stderr); code != 1 || !strings.Contains(stderr.String(), "/proc/loremnews-test.sqlite3") ||
+			!strings.Contains(stderr.String(), "cannot open the file (check that the path exists and is writable)") {
+			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+	})
 	t.Run("CorruptDatabase", func(t *testing.T) {
 		bad := filepath.Join(dir, "corrupt.sqlite3")
 		os.WriteFile(bad, bytes.Repeat([]byte("this is not a database "), 500), 0o644)
