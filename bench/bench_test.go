@@ -108,7 +108,7 @@ func TestReportFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := html.String()
-	if strings.Count(h, "<svg") != 3 || strings.Contains(h, "<?xml") || strings.Contains(h, "<script") || strings.Contains(h, "http://") && !strings.Contains(h, "http://www.w3.org") {
+	if strings.Count(h, "<svg") != 5 || strings.Contains(h, "<?xml") || strings.Contains(h, "<script") || strings.Contains(h, "http://") && !strings.Contains(h, "http://www.w3.org") {
 		t.Errorf("html: %d charts, or external references", strings.Count(h, "<svg"))
 	}
 	var js bytes.Buffer
@@ -173,5 +173,28 @@ func TestExecuteEndToEnd(t *testing.T) {
 	}
 	if rep.Machine.Cores == 0 || rep.Finished.Before(rep.Started) {
 		t.Errorf("machine %+v", rep.Machine)
+	}
+}
+
+func TestReadReport(t *testing.T) {
+	var js bytes.Buffer
+	if err := sampleReport().WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), js.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ReadReport(filepath.Join(dir, "results.json"))
+	if err != nil || len(rep.Setups) != 2 || rep.Config.Duration != 10*time.Second || rep.Ceiling == nil {
+		t.Fatalf("read back %+v, %v", rep, err)
+	}
+	var md bytes.Buffer
+	rep.WriteMarkdown(&md)
+	if !strings.Contains(md.String(), "| naive | 1 | 1000 |") {
+		t.Fatalf("re-rendered markdown:\n%s", md.String())
+	}
+	if _, err := ReadReport(filepath.Join(dir, "missing.json")); err == nil {
+		t.Fatal("no error for a missing file")
 	}
 }

@@ -39,12 +39,10 @@ type chart struct {
 }
 
 func (r *Report) charts() ([]chart, error) {
-	var out []chart
-	lat, err := r.latencyChart()
+	out, err := r.latencyCharts()
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, lat)
 	if len(r.Config.Sweep) > 1 {
 		for _, spec := range []struct {
 			title, ylabel string
@@ -82,7 +80,7 @@ func (r *Report) charts() ([]chart, error) {
 			if err := plotutil.AddLinePoints(p, lines...); err != nil {
 				return nil, err
 			}
-			svg, err := toSVG(p)
+			svg, err := toSVG(p, 3.6*vg.Inch)
 			if err != nil {
 				return nil, err
 			}
@@ -93,51 +91,87 @@ func (r *Report) charts() ([]chart, error) {
 	return out, nil
 }
 
-// latencyChart draws each setup's latency distribution over its main runs:
-// the share of responses in each bucket of a common logarithmic grid.
-func (r *Report) latencyChart() (chart, error) {
-	const (
-		gridStart  = 50e-6 // seconds
-		gridFactor = 1.25
-	)
+// Latency distributions are drawn on a common logarithmic grid of buckets
+// gridFactor apart from gridStart, so setups compare bucket by bucket.
+const (
+	gridStart  = 50e-6 // seconds
+	gridFactor = 1.25
+)
+
+// latencyPoints is a setup's latency distribution over its main runs: the
+// share of responses (%) in each grid bucket, x in milliseconds.
+func latencyPoints(s *SetupResult) plotter.XYs {
+	counts := map[int]float64{}
+	var total float64
+	for _, run := range s.Runs {
+		for _, b := range run.LogHistogram {
+			i := int(math.Ceil(math.Log(math.Max(b.UpperSeconds, gridStart)/gridStart) / math.Log(gridFactor)))
+			counts[i] += float64(b.Count)
+			total += float64(b.Count)
+		}
+	}
+	if total == 0 {
+		return nil
+	}
+	lo, hi := math.MaxInt, math.MinInt
+	for i := range counts {
+		lo, hi = min(lo, i), max(hi, i)
+	}
+	var pts plotter.XYs
+	for i := lo; i <= hi; i++ {
+		pts = append(pts, plotter.XY{X: gridStart * math.Pow(gridFactor, float64(i)) * 1000, Y: 100 * counts[i] / total})
+	}
+	return pts
+}
+
+func latencyPlot(title string) *plot.Plot {
 	p := plot.New()
-	p.Title.Text = "Latency distribution (main runs)"
+	p.Title.Text = title
 	p.X.Label.Text = "latency (ms)"
 	p.Y.Label.Text = "% of responses"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	return p
+}
+
+// latencyCharts draws all setups' latency distributions on one chart, then
+// each setup's on its own.
+func (r *Report) latencyCharts() ([]chart, error) {
+	all := latencyPlot("Latency distribution (main runs)")
 	var lines []any
 	for _, s := range r.Setups {
-		counts := map[int]float64{}
-		var total float64
-		for _, run := range s.Runs {
-			for _, b := range run.LogHistogram {
-				i := int(math.Ceil(math.Log(math.Max(b.UpperSeconds, gridStart)/gridStart) / math.Log(gridFactor)))
-				counts[i] += float64(b.Count)
-				total += float64(b.Count)
-			}
+		if pts := latencyPoints(s); pts != nil {
+			lines = append(lines, s.Setup.Name, pts)
 		}
-		if total == 0 {
-			continue
-		}
-		lo, hi := math.MaxInt, math.MinInt
-		for i := range counts {
-			lo, hi = min(lo, i), max(hi, i)
-		}
-		var pts plotter.XYs
-		for i := lo; i <= hi; i++ {
-			pts = append(pts, plotter.XY{X: gridStart * math.Pow(gridFactor, float64(i)) * 1000, Y: 100 * counts[i] / total})
-		}
-		lines = append(lines, s.Setup.Name, pts)
 	}
 	if len(lines) > 0 {
-		if err := plotutil.AddLines(p, lines...); err != nil {
-			return chart{}, err
+		if err := plotutil.AddLines(all, lines...); err != nil {
+			return nil, err
 		}
 	}
-	svg, err := toSVG(p)
-	return chart{Title: p.Title.Text, SVG: svg,
-		Note: "Each line is one setup's responses over its main runs, in buckets 1.25× apart; x axis logarithmic. A long right tail is the slow requests."}, err
+	svg, err := toSVG(all, 3.6*vg.Inch)
+	if err != nil {
+		return nil, err
+	}
+	out := []chart{{Title: all.Title.Text, SVG: svg,
+		Note: "Each line is one setup's responses over its main runs, in buckets 1.25× apart; x axis logarithmic. A long right tail is the slow requests."}}
+	for _, s := range r.Setups {
+		pts := latencyPoints(s)
+		if pts == nil {
+			continue
+		}
+		_, lat, _ := meanRun(s.Runs)
+		p := latencyPlot(fmt.Sprintf("%s: p50 %s, p99 %s, slowest %s (means of the main runs)", s.Setup.Name, fmtSeconds(lat[1]), fmtSeconds(lat[3]), fmtSeconds(lat[5])))
+		if err := plotutil.AddLines(p, s.Setup.Name, pts); err != nil {
+			return nil, err
+		}
+		svg, err := toSVG(p, 2.4*vg.Inch)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, chart{Title: "Latency distribution: " + s.Setup.Name, SVG: svg})
+	}
+	return out, nil
 }
 
 // levelTicks labels exactly the sweep's concurrency levels.
@@ -151,11 +185,11 @@ func (l levelTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-func toSVG(p *plot.Plot) (template.HTML, error) {
+func toSVG(p *plot.Plot, height vg.Length) (template.HTML, error) {
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	p.BackgroundColor = color.White
-	wt, err := p.WriterTo(7.5*vg.Inch, 3.6*vg.Inch, "svg")
+	wt, err := p.WriterTo(7.5*vg.Inch, height, "svg")
 	if err != nil {
 		return "", err
 	}

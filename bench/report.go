@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -270,6 +271,20 @@ func truncateLine(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// ReadReport reads the raw results a run wrote (results.json), so the
+// Markdown and HTML can be rendered again without rerunning.
+func ReadReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", path, err)
+	}
+	return &r, nil
 }
 
 // WriteJSON writes the raw results.

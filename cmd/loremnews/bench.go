@@ -26,6 +26,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		quick       bool
 		out         string
 		keepWork    bool
+		render      string
 		fs          = newFlagSet("bench", "loremnews bench [--setups LIST] [--plain-binary PATH] [--sweep] [--quick] [--out DIR]",
 			"Run the experiment: for each setup a freshly seeded database and its own server process (this binary's\n"+
 				"serve), then --runs runs of POST /benchmarking/ACTION at -c connections for -z each, without reseeding;\n"+
@@ -48,11 +49,19 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&quick, "quick", false, "a one-minute version: 3 runs of 3 s per setup, no sweep")
 	fs.StringVar(&out, "out", "", "directory for the reports (default benchmarks/DATE-ACTION)")
 	fs.BoolVar(&keepWork, "keep-work", false, "keep the databases and server logs (their folder is printed)")
+	fs.StringVar(&render, "render", "", "run nothing: render DIR/results.json again into DIR/report.md and report.html")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the data set")
 	fs.IntVar(&cfg.Users, "users", 100, "users in the data set")
 	fs.IntVar(&cfg.Posts, "posts", 1000, "posts in the data set")
 	if err := fs.parse(args); err != nil {
 		return err
+	}
+	if render != "" {
+		rep, err := bench.ReadReport(filepath.Join(render, "results.json"))
+		if err != nil {
+			return err
+		}
+		return writeReports(render, rep, false, stdout)
 	}
 	if quick {
 		cfg.Runs, cfg.Duration, sweep = 3, 3*time.Second, false
@@ -125,14 +134,21 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	for name, write := range map[string]func(io.Writer) error{
-		"report.md": rep.WriteMarkdown, "report.html": rep.WriteHTML, "results.json": rep.WriteJSON,
-	} {
-		if err := writeFile(filepath.Join(out, name), write); err != nil {
+	return writeReports(out, rep, true, stdout)
+}
+
+// writeReports writes report.md and report.html, and results.json if asked.
+func writeReports(dir string, rep *bench.Report, withJSON bool, stdout io.Writer) error {
+	files := map[string]func(io.Writer) error{"report.md": rep.WriteMarkdown, "report.html": rep.WriteHTML}
+	if withJSON {
+		files["results.json"] = rep.WriteJSON
+	}
+	for name, write := range files {
+		if err := writeFile(filepath.Join(dir, name), write); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "wrote %s/report.md, report.html and results.json\n", out)
+	fmt.Fprintf(stdout, "wrote the reports in %s\n", dir)
 	return nil
 }
 
