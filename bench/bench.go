@@ -37,6 +37,7 @@ type Config struct {
 	Scenarios     []Scenario    `json:"scenarios"`      // extra single runs per setup, after the main runs
 	SweepDuration time.Duration `json:"sweep_duration"` // of each sweep level
 	Ceiling       bool          `json:"ceiling"`        // first measure POST /benchmarking/ceiling (no database, no template)
+	Interleave    bool          `json:"interleave"`     // all servers up at once; run 1 of every setup, then run 2, …
 	Seed          uint64        `json:"seed"`
 	Users         int           `json:"users"`
 	Posts         int           `json:"posts"`
@@ -137,18 +138,106 @@ func Execute(ctx context.Context, cfg Config, commandLine string) (*Report, erro
 		}
 		rep.Ceiling = c
 	}
-	for _, s := range cfg.Setups {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	if cfg.Interleave {
+		rep.Setups = runInterleaved(ctx, cfg)
+	} else {
+		for _, s := range cfg.Setups {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			rep.Setups = append(rep.Setups, runSetup(ctx, cfg, s))
 		}
-		res := runSetup(ctx, cfg, s)
+	}
+	for _, res := range rep.Setups {
 		if res.Error != "" {
-			cfg.logf("%s: FAILED: %s", s.Name, res.Error)
+			cfg.logf("%s: FAILED: %s", res.Setup.Name, res.Error)
 		}
-		rep.Setups = append(rep.Setups, res)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 	rep.Finished = time.Now()
 	return rep, nil
+}
+
+// runInterleaved starts every setup's server (each on its own freshly
+// seeded database) and then takes turns: run 1 of every setup, run 2 of
+// every setup in reverse order, …, and likewise each sweep level, so that a
+// drift in the machine's speed during the experiment falls on all setups
+// alike instead of on whichever ran last. Scenarios follow, as in runSetup.
+func runInterleaved(ctx context.Context, cfg Config) []*SetupResult {
+	n := len(cfg.Setups)
+	results, servers, before := make([]*SetupResult, n), make([]*server, n), make([]serverCounters, n)
+	for i, s := range cfg.Setups {
+		results[i] = &SetupResult{Setup: s, SQLite: sqliteVersion(s.Binary)}
+		srv, err := freshServer(ctx, cfg, s, s.Name)
+		if err == nil {
+			before[i], err = srv.scrapeCounters()
+		}
+		if err != nil {
+			results[i].Error = err.Error()
+			continue
+		}
+		servers[i] = srv
+	}
+	defer func() {
+		for i, srv := range servers {
+			if srv == nil {
+				continue
+			}
+			if err := srv.stop(); err != nil && results[i].Error == "" {
+				results[i].Error = err.Error()
+			}
+			results[i].ServerLog = logTail(srv.logPath, 20)
+		}
+	}()
+	// turn runs every setup once, in order A B C on even turns and C B A on
+	// odd ones (an ABBA design), so no setup always goes first.
+	turns := 0
+	turn := func(c int, d time.Duration, record func(*SetupResult, Run), what string) {
+		defer func() { turns++ }()
+		for k := range servers {
+			i := k
+			if turns%2 == 1 {
+				i = n - 1 - k
+			}
+			srv := servers[i]
+			if srv == nil || results[i].Error != "" || ctx.Err() != nil {
+				continue
+			}
+			r, err := runLoad(ctx, srv.baseURL+"/benchmarking/"+cfg.Action, cfg.Action, c, d)
+			if err != nil {
+				results[i].Error = err.Error()
+				continue
+			}
+			cfg.logf("%s: %s: %.0f req/s, p99 %s, slowest %s, %d non-2xx", cfg.Setups[i].Name, what, r.RequestsPerSec,
+				fmtSeconds(r.Percentile(99)), fmtSeconds(r.Slowest), r.Failures)
+			record(results[i], r)
+		}
+	}
+	for run := range cfg.Runs {
+		turn(cfg.Concurrency, cfg.Duration, func(res *SetupResult, r Run) { res.Runs = append(res.Runs, r) }, fmt.Sprintf("run %d", run+1))
+	}
+	for i, srv := range servers {
+		if srv == nil || results[i].Error != "" {
+			continue
+		}
+		after, err := srv.scrapeCounters()
+		if err != nil {
+			results[i].Error = err.Error()
+			continue
+		}
+		results[i].setCounters(before[i], after)
+	}
+	for _, c := range cfg.Sweep {
+		turn(c, cfg.SweepDuration, func(res *SetupResult, r Run) { res.Sweep = append(res.Sweep, r) }, fmt.Sprintf("sweep c=%d", c))
+	}
+	for i, s := range cfg.Setups {
+		if results[i].Error == "" {
+			runScenarios(ctx, cfg, s, results[i])
+		}
+	}
+	return results
 }
 
 func runSetup(ctx context.Context, cfg Config, s Setup) *SetupResult {
@@ -157,6 +246,12 @@ func runSetup(ctx context.Context, cfg Config, s Setup) *SetupResult {
 		res.Error = err.Error()
 		return res
 	}
+	runScenarios(ctx, cfg, s, res)
+	return res
+}
+
+// runScenarios runs each scenario on a freshly seeded server of its own.
+func runScenarios(ctx context.Context, cfg Config, s Setup, res *SetupResult) {
 	for _, sc := range cfg.Scenarios {
 		err := withFreshServer(ctx, cfg, s, s.Name+"-"+sc.Action, func(srv *server) error {
 			r, err := runLoadN(ctx, srv.baseURL+"/benchmarking/"+sc.Action, sc.Action, sc.Concurrency, cfg.Duration, scenarioCap(cfg, sc.Action))
@@ -169,10 +264,9 @@ func runSetup(ctx context.Context, cfg Config, s Setup) *SetupResult {
 		})
 		if err != nil {
 			res.Error = err.Error()
-			return res
+			return
 		}
 	}
-	return res
 }
 
 // scenarioCap limits the destroy-only scenarios to half the rows seeded, so
@@ -210,12 +304,7 @@ func runMain(ctx context.Context, cfg Config, s Setup, res *SetupResult) error {
 		if err != nil {
 			return err
 		}
-		w := after.writeWait.minus(before.writeWait)
-		res.WriteWait = WaitStats{Count: w.count(), Mean: finite(w.mean()), P50: finite(w.quantile(.5)), P90: finite(w.quantile(.9)),
-			P99: finite(w.quantile(.99)), P999: finite(w.quantile(.999))}
-		res.BusyErrors = after.busyErrors - before.busyErrors
-		res.BusyRetries = after.busyRetries - before.busyRetries
-		res.QueueMaxDepth = after.queueMax
+		res.setCounters(before, after)
 		for _, c := range cfg.Sweep {
 			r, err := runLoad(ctx, url, cfg.Action, c, cfg.SweepDuration)
 			if err != nil {
@@ -228,18 +317,34 @@ func runMain(ctx context.Context, cfg Config, s Setup, res *SetupResult) error {
 	})
 }
 
-// withFreshServer seeds a fresh database for the setup, serves it from its
-// own process while fn runs, then stops the server gracefully.
-func withFreshServer(ctx context.Context, cfg Config, s Setup, name string, fn func(*server) error) (err error) {
+// setCounters fills in what the server's metrics say happened between the
+// scrapes around the main runs.
+func (res *SetupResult) setCounters(before, after serverCounters) {
+	w := after.writeWait.minus(before.writeWait)
+	res.WriteWait = WaitStats{Count: w.count(), Mean: finite(w.mean()), P50: finite(w.quantile(.5)), P90: finite(w.quantile(.9)),
+		P99: finite(w.quantile(.99)), P999: finite(w.quantile(.999))}
+	res.BusyErrors = after.busyErrors - before.busyErrors
+	res.BusyRetries = after.busyRetries - before.busyRetries
+	res.QueueMaxDepth = after.queueMax
+}
+
+// freshServer seeds a fresh database for the setup and serves it from its
+// own process; the caller stops it.
+func freshServer(ctx context.Context, cfg Config, s Setup, name string) (*server, error) {
 	dbPath := filepath.Join(cfg.WorkDir, name+".sqlite3")
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		os.Remove(dbPath + suffix)
 	}
 	cfg.logf("%s: seeding a fresh database", name)
 	if err := seedDatabase(ctx, s, dbPath, cfg); err != nil {
-		return err
+		return nil, err
 	}
-	srv, err := startServer(ctx, s, dbPath, filepath.Join(cfg.WorkDir, name+".log"))
+	return startServer(ctx, s, dbPath, filepath.Join(cfg.WorkDir, name+".log"))
+}
+
+// withFreshServer runs fn against a freshServer, then stops it gracefully.
+func withFreshServer(ctx context.Context, cfg Config, s Setup, name string, fn func(*server) error) (err error) {
+	srv, err := freshServer(ctx, cfg, s, name)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -147,6 +148,13 @@ func TestExecuteEndToEnd(t *testing.T) {
 		WorkDir: dir,
 		Log:     &log,
 	}
+	for _, interleave := range []bool{false, true} {
+		cfg.Interleave = interleave
+		t.Run(fmt.Sprintf("interleave=%v", interleave), func(t *testing.T) { checkExecute(t, cfg, &log) })
+	}
+}
+
+func checkExecute(t *testing.T, cfg Config, log *bytes.Buffer) {
 	rep, err := Execute(context.Background(), cfg, "test")
 	if err != nil {
 		t.Fatal(err)

@@ -86,6 +86,7 @@ func (r *Report) intro() []string {
 			m.Cores, m.CPU, m.MemoryGiB, m.OS, m.Kernel, m.Go, m.SQLite),
 		fmt.Sprintf("Method (the original talk's): for each setup a freshly seeded database (%d users, %d posts, seed %d) and its own server process, then %d runs of POST /benchmarking/%s with %d concurrent connections for %s each, without reseeding in between. Redirects are followed, so a write costs a POST and a GET, as with hey and oha.",
 			c.Users, c.Posts, c.Seed, c.Runs, c.Action, c.Concurrency, c.Duration),
+		order(c),
 	}
 }
 
@@ -204,6 +205,13 @@ func (r *Report) setupLines() []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+func order(c Config) string {
+	if c.Interleave {
+		return "Order: interleaved. All servers were up at once and took turns: run 1 of every setup, then run 2 in reverse order, and so on (sweep levels likewise), so a drift in the machine's speed falls on every setup alike."
+	}
+	return "Order: one setup after another (all its runs, then the next setup's); a drift in the machine's speed during the experiment falls on the later setups. Use --interleave to take turns."
 }
 
 // WriteMarkdown writes the report as Markdown.

@@ -45,6 +45,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&levels, "sweep-levels", "1,2,4,8,16,32,64,128,256", "concurrency levels of the sweep")
 	fs.DurationVar(&cfg.SweepDuration, "sweep-duration", 5*time.Second, "duration of each sweep level")
 	fs.StringVar(&scenarios, "scenarios", "", "extra runs after the main ones, e.g. balanced@256,post_create@20 (ACTION@CONCURRENCY, -z each); \"actions\" = the seven single actions at -c plus balanced and write_heavy at 256")
+	fs.BoolVar(&cfg.Interleave, "interleave", false, "start every setup's server at once and take turns run by run, so machine drift falls on all setups alike")
 	fs.BoolVar(&cfg.Ceiling, "ceiling", true, "first measure the ceiling: the same binary's trivial handler, same load")
 	fs.BoolVar(&quick, "quick", false, "a one-minute version: 3 runs of 3 s per setup, no sweep")
 	fs.StringVar(&out, "out", "", "directory for the reports (default benchmarks/DATE-ACTION)")
