@@ -48,11 +48,12 @@ lint: test-deps
 test: test-deps lint
 	LOREM_TEST_ARTIFACTS=$(CURDIR)/test-artifacts $(GO) test -race -count=1 -timeout 30m ./...
 
-# The full experiment (about 8 minutes): every profile, plus split on a binary
+# The full experiment (about 12 minutes): every profile, plus split on a binary
 # without the compile-time options, three 10 s runs each at c=20, then a
-# concurrency sweep 1…256. Reports land in benchmarks/DATE-balanced/.
+# concurrency sweep 1…256, taking turns (--interleave), then balanced and
+# write_heavy at c=256. Reports land in benchmarks/DATE-balanced/.
 bench: build build-plain
-	bin/loremnews bench --plain-binary bin/loremnews-plain --sweep
+	bin/loremnews bench --plain-binary bin/loremnews-plain --sweep --interleave --scenarios balanced@256,write_heavy@256
 
 bench-quick: build build-plain
 	bin/loremnews bench --plain-binary bin/loremnews-plain --quick --out benchmarks/quick
