@@ -256,13 +256,13 @@ func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
 // run its statements with: the request's, or in a batch one that keeps the
 // request's values but cannot be cancelled.
 func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if db.committer != nil {
+		return db.mapError(db.committer.submit(ctx, fn))
+	}
 	// WriterTimeout bounds the wait for the turn and the lock, not the
 	// transaction itself (a large seed may take longer).
 	start := time.Now()
 	deadline := start.Add(db.writerTimeout)
-	if db.committer != nil {
-		return db.mapError(db.committer.submit(ctx, fn))
-	}
 	if db.queue != nil {
 		qctx, cancel := context.WithDeadline(ctx, deadline)
 		release, err := db.queue.acquire(qctx)
@@ -324,26 +324,24 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // Stats is a snapshot of the data layer's counters, for /metrics and tests.
 type Stats struct {
-	Profile       Profile
-	BusyRetries   int64
-	BusyErrors    int64
-	Writer        WriterQueueStats
-	ReadPool      sql.DBStats
-	WritePool     sql.DBStats
-	SharedPool    bool
-	WriterTimeout time.Duration
+	Profile     Profile
+	BusyRetries int64
+	BusyErrors  int64
+	Writer      WriterQueueStats
+	ReadPool    sql.DBStats
+	WritePool   sql.DBStats
+	SharedPool  bool
 }
 
 // Stats returns the current counters.
 func (db *DB) Stats() Stats {
 	s := Stats{
-		Profile:       db.profile,
-		BusyRetries:   db.busyRetries.Load(),
-		BusyErrors:    db.busyErrors.Load(),
-		ReadPool:      db.readDB.Stats(),
-		WritePool:     db.writeDB.Stats(),
-		SharedPool:    db.readDB == db.writeDB,
-		WriterTimeout: db.writerTimeout,
+		Profile:     db.profile,
+		BusyRetries: db.busyRetries.Load(),
+		BusyErrors:  db.busyErrors.Load(),
+		ReadPool:    db.readDB.Stats(),
+		WritePool:   db.writeDB.Stats(),
+		SharedPool:  db.readDB == db.writeDB,
 	}
 	if db.queue != nil {
 		s.Writer = db.queue.stats()

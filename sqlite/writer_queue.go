@@ -27,9 +27,6 @@ type writerQueue struct {
 	timedOut  int64
 	waitTotal time.Duration
 	maxDepth  int
-
-	// onWait, if set, is called with each acquired turn's wait time.
-	onWait func(time.Duration)
 }
 
 // WriterQueueStats is a snapshot of the queue's counters.
@@ -52,7 +49,6 @@ func (q *writerQueue) acquire(ctx context.Context) (release func(), err error) {
 		q.busy = true
 		q.acquired++
 		q.mu.Unlock()
-		q.observe(0)
 		return q.release, nil
 	}
 	ch := make(chan struct{})
@@ -68,7 +64,6 @@ func (q *writerQueue) acquire(ctx context.Context) (release func(), err error) {
 		q.acquired++
 		q.waitTotal += wait
 		q.mu.Unlock()
-		q.observe(wait)
 		return q.release, nil
 	case <-ctx.Done():
 		q.mu.Lock()
@@ -104,12 +99,6 @@ func (q *writerQueue) release() {
 	q.waiters[0] = nil
 	q.waiters = q.waiters[1:]
 	close(next) // busy stays true: the turn passes directly
-}
-
-func (q *writerQueue) observe(wait time.Duration) {
-	if q.onWait != nil {
-		q.onWait(wait)
-	}
 }
 
 func (q *writerQueue) stats() WriterQueueStats {

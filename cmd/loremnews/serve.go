@@ -111,13 +111,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		if empty {
-			start := time.Now()
-			ds, err := s.load(ctx, db, bcrypt.DefaultCost)
-			if err != nil {
+			if err := s.load(ctx, db, stdout); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "seeded %s: %d users, %d posts, %d comments in %s (every password is \"password\")\n",
-				db.Path(), len(ds.Users), len(ds.Posts), len(ds.Comments), time.Since(start).Round(time.Millisecond))
 		}
 	}
 
