@@ -327,3 +327,51 @@ func hasControl(s string, multiline bool) bool {
 	}
 	return false
 }
+
+// Dataset is every row of a database: what `seed` generates and `copy`
+// moves between databases. Ids are kept as they are.
+type Dataset struct {
+	Users    []*User
+	Posts    []*Post
+	Comments []*Comment
+	Sessions []*Session
+}
+
+// Consistency is what Database.CheckConsistency found.
+type Consistency struct {
+	Integrity          string // the engine's own check: "ok" when sound
+	ForeignKeyErrors   int    // rows referencing a missing parent
+	WrongPostsCounts   int    // users whose posts_count differs from their posts
+	WrongCommentCounts int    // posts whose comments_count differs from their comments
+	Users, Posts       int
+	Comments, Sessions int
+}
+
+// OK reports whether every check passed.
+func (c Consistency) OK() bool {
+	return c.Integrity == "ok" && c.ForeignKeyErrors == 0 && c.WrongPostsCounts == 0 && c.WrongCommentCounts == 0
+}
+
+// Database is a Store that commands and tests can also fill, export, check
+// and close: the SQLite and PostgreSQL implementations both provide it.
+type Database interface {
+	Store
+	// LoadDataset replaces every row with ds's (keeping ids) in one
+	// transaction and sets the counter caches to the true counts.
+	LoadDataset(ctx context.Context, ds *Dataset) error
+	// Export reads every row, in id order, from one consistent snapshot.
+	Export(ctx context.Context) (*Dataset, error)
+	// CheckConsistency checks the engine's integrity, foreign keys and
+	// counter caches. It reads every row: for tests and operators.
+	CheckConsistency(ctx context.Context) (Consistency, error)
+	// Empty reports whether there are no users (a fresh database).
+	Empty(ctx context.Context) (bool, error)
+	// Migrations lists the applied schema migrations, oldest first.
+	Migrations(ctx context.Context) ([]string, error)
+	// Name says which database this is, for messages: a file path, or a
+	// URL without its password.
+	Name() string
+	// Engine is "sqlite" or "postgres".
+	Engine() string
+	Close() error
+}

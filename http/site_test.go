@@ -48,7 +48,7 @@ func newTestSite(t testing.TB, opt siteOptions) *testSite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.LoadDataset(context.Background(), ds.Users, ds.Posts, ds.Comments); err != nil {
+	if err := db.LoadDataset(context.Background(), ds); err != nil {
 		t.Fatal(err)
 	}
 	cfg := opt.handler

@@ -25,7 +25,7 @@ func TestMetricsSeeRequestsAndWrites(t *testing.T) {
 	}
 	defer db.Close()
 	ds, _ := seed.Generate(seed.Config{Users: 5, Posts: 10, BcryptCost: 4})
-	if err := db.LoadDataset(context.Background(), ds.Users, ds.Posts, ds.Comments); err != nil {
+	if err := db.LoadDataset(context.Background(), ds); err != nil {
 		t.Fatal(err)
 	}
 	m.Watch(db)

@@ -2,7 +2,7 @@
 // "password"), 1,000 posts by random users with 5–10 paragraphs each, and
 // 5–15 comments per post by random users, with plausible times. The data is
 // a pure function of Config, so --seed N always gives the same database; the
-// store loads it (sqlite.DB.LoadDataset) in one transaction.
+// store loads it (loremnews.Database.LoadDataset) in one transaction.
 package seed
 
 import (
@@ -30,12 +30,9 @@ type Config struct {
 // Password is every seeded user's password.
 const Password = "password"
 
-// Dataset is a generated data set. Ids are assigned from 1, in time order.
-type Dataset struct {
-	Users    []*loremnews.User
-	Posts    []*loremnews.Post
-	Comments []*loremnews.Comment
-}
+// Dataset is a generated data set (no sessions). Ids are assigned from 1,
+// in time order.
+type Dataset = loremnews.Dataset
 
 // Generate builds the data set for cfg.
 func Generate(cfg Config) (*Dataset, error) {

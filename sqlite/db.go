@@ -167,6 +167,12 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 // Path is the database file's path.
 func (db *DB) Path() string { return db.path }
 
+// Name is the database file's path (loremnews.Database).
+func (db *DB) Name() string { return db.path }
+
+// Engine is "sqlite".
+func (db *DB) Engine() string { return "sqlite" }
+
 // Profile is the connection setup in use.
 func (db *DB) Profile() Profile { return db.profile }
 
@@ -528,4 +534,4 @@ func describeOpenError(err error) error {
 }
 
 // DB is the SQLite implementation of the store the web layer uses.
-var _ loremnews.Store = (*DB)(nil)
+var _ loremnews.Database = (*DB)(nil)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
-	"github.com/loremnews/loremnews/seed"
+	"github.com/loremnews/loremnews/storetest"
 	"github.com/loremnews/loremnews/sqlite"
 )
 
@@ -35,66 +35,15 @@ func MustOpenDSN(tb testing.TB, dsn string, profile sqlite.Profile) *sqlite.DB {
 	return db
 }
 
-// MustSeed loads a small deterministic data set.
-func MustSeed(tb testing.TB, db *sqlite.DB, users, posts int) *seed.Dataset {
-	tb.Helper()
-	ds, err := seed.Generate(seed.Config{Users: users, Posts: posts, Seed: 7, BcryptCost: 4})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := db.LoadDataset(context.Background(), ds.Users, ds.Posts, ds.Comments); err != nil {
-		tb.Fatal(err)
-	}
-	return ds
-}
-
-// MustBeConsistent fails the test unless integrity, foreign keys and every
-// counter cache check out.
-func MustBeConsistent(tb testing.TB, db *sqlite.DB) sqlite.Consistency {
-	tb.Helper()
-	c, err := db.CheckConsistency(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if !c.OK() {
-		tb.Fatalf("database inconsistent: %+v", c)
-	}
-	return c
-}
-
-func MustCreateUser(tb testing.TB, db *sqlite.DB, name string) *loremnews.User {
-	tb.Helper()
-	u, err := db.CreateUser(context.Background(), name, "digest")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return u
-}
-
-func MustCreatePost(tb testing.TB, db *sqlite.DB, userID int64, title string) *loremnews.Post {
-	tb.Helper()
-	p, err := db.CreatePost(context.Background(), userID, loremnews.PostInput{Title: title, Description: "Some text."})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return p
-}
-
-func MustCreateComment(tb testing.TB, db *sqlite.DB, postID, userID int64, body string) *loremnews.Comment {
-	tb.Helper()
-	c, err := db.CreateComment(context.Background(), postID, userID, loremnews.CommentInput{Body: body})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
-}
-
-func wantCode(tb testing.TB, err error, code string) {
-	tb.Helper()
-	if got := loremnews.ErrorCode(err); got != code {
-		tb.Fatalf("error code = %q (%v), want %q", got, err, code)
-	}
-}
+// The helpers of the shared suite, for this package's own tests.
+var (
+	MustSeed          = storetest.MustSeed
+	MustBeConsistent  = storetest.MustBeConsistent
+	MustCreateUser    = storetest.MustCreateUser
+	MustCreatePost    = storetest.MustCreatePost
+	MustCreateComment = storetest.MustCreateComment
+	wantCode          = storetest.WantCode
+)
 
 func TestOpen(t *testing.T) {
 	t.Run("EveryProfileOpensAndMigrates", func(t *testing.T) {

@@ -11,7 +11,8 @@ import (
 // LoadDataset replaces every row with the given users, posts and comments
 // (keeping their ids), then sets the counter caches to the true counts.
 // It is one transaction: a crash midway leaves the old data untouched.
-func (db *DB) LoadDataset(ctx context.Context, users []*loremnews.User, posts []*loremnews.Post, comments []*loremnews.Comment) error {
+func (db *DB) LoadDataset(ctx context.Context, ds *loremnews.Dataset) error {
+	users, posts, comments, sessions := ds.Users, ds.Posts, ds.Comments, ds.Sessions
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, stmt := range []string{
 			`DELETE FROM comments`, `DELETE FROM posts`, `DELETE FROM sessions`, `DELETE FROM users`,
@@ -41,6 +42,13 @@ func (db *DB) LoadDataset(ctx context.Context, users []*loremnews.User, posts []
 			return []any{c.ID, c.PostID, c.UserID, c.Body, c.CreatedAt, c.UpdatedAt}
 		}); err != nil {
 			return fmt.Errorf("comments: %w", err)
+		}
+		if err := insertEach(ctx, tx, `INSERT INTO sessions (id, user_id, token_digest, user_agent, ip_address, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, len(sessions), func(i int) []any {
+			s := sessions[i]
+			return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, s.CreatedAt, s.UpdatedAt}
+		}); err != nil {
+			return fmt.Errorf("sessions: %w", err)
 		}
 		return resetCounters(ctx, tx)
 	})
@@ -78,25 +86,13 @@ func resetCounters(ctx context.Context, tx *sql.Tx) error {
 }
 
 // Consistency is the result of CheckConsistency.
-type Consistency struct {
-	Integrity          string // PRAGMA integrity_check's answer: "ok" when sound
-	ForeignKeyErrors   int    // rows of PRAGMA foreign_key_check
-	WrongPostsCounts   int    // users whose posts_count differs from their posts
-	WrongCommentCounts int    // posts whose comments_count differs from their comments
-	Users, Posts       int
-	Comments, Sessions int
-}
-
-// OK reports whether every check passed.
-func (c Consistency) OK() bool {
-	return c.Integrity == "ok" && c.ForeignKeyErrors == 0 && c.WrongPostsCounts == 0 && c.WrongCommentCounts == 0
-}
+type Consistency = loremnews.Consistency
 
 // CheckConsistency checks the file's integrity, that no row references a
 // missing parent, and that every counter cache equals the true count. It is
 // for tests and operators (it reads every row), not for the request path.
-func (db *DB) CheckConsistency(ctx context.Context) (Consistency, error) {
-	var c Consistency
+func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, error) {
+	var c loremnews.Consistency
 	err := db.read(ctx, func(q querier) error {
 		if err := q.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&c.Integrity); err != nil {
 			return fmt.Errorf("integrity_check: %w", err)
@@ -135,4 +131,71 @@ func (db *DB) Empty(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("check empty: %w", err)
 	}
 	return n == 0, nil
+}
+
+// Export reads every row in id order. It runs in one read transaction, so
+// the rows are one consistent snapshot even while the site writes.
+func (db *DB) Export(ctx context.Context) (*loremnews.Dataset, error) {
+	ds := &loremnews.Dataset{}
+	tx, err := db.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", db.mapError(err))
+	}
+	defer tx.Rollback()
+	err = scanAll(ctx, tx, `SELECT id, screen_name, password_digest, about, last_seen_at, posts_count, created_at, updated_at FROM users ORDER BY id`,
+		func(rows *sql.Rows) error {
+			var u loremnews.User
+			var seen sql.NullTime
+			err := rows.Scan(&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, &seen, &u.PostsCount, &u.CreatedAt, &u.UpdatedAt)
+			u.LastSeenAt = seen.Time
+			ds.Users = append(ds.Users, &u)
+			return err
+		})
+	if err == nil {
+		err = scanAll(ctx, tx, `SELECT id, user_id, title, description, published_at, comments_count, created_at, updated_at FROM posts ORDER BY id`,
+			func(rows *sql.Rows) error {
+				var p loremnews.Post
+				var published sql.NullTime
+				err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, &published, &p.CommentsCount, &p.CreatedAt, &p.UpdatedAt)
+				p.PublishedAt = published.Time
+				ds.Posts = append(ds.Posts, &p)
+				return err
+			})
+	}
+	if err == nil {
+		err = scanAll(ctx, tx, `SELECT id, post_id, user_id, body, created_at, updated_at FROM comments ORDER BY id`,
+			func(rows *sql.Rows) error {
+				var c loremnews.Comment
+				err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, &c.CreatedAt, &c.UpdatedAt)
+				ds.Comments = append(ds.Comments, &c)
+				return err
+			})
+	}
+	if err == nil {
+		err = scanAll(ctx, tx, `SELECT id, user_id, token_digest, user_agent, ip_address, created_at, updated_at FROM sessions ORDER BY id`,
+			func(rows *sql.Rows) error {
+				var s loremnews.Session
+				err := rows.Scan(&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, &s.CreatedAt, &s.UpdatedAt)
+				ds.Sessions = append(ds.Sessions, &s)
+				return err
+			})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", db.mapError(err))
+	}
+	return ds, nil
+}
+
+func scanAll(ctx context.Context, q querier, query string, scan func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }

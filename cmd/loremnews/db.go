@@ -94,7 +94,7 @@ func (s *seedFlags) load(ctx context.Context, db *sqlite.DB, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	if err := db.LoadDataset(ctx, ds.Users, ds.Posts, ds.Comments); err != nil {
+	if err := db.LoadDataset(ctx, ds); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "seeded %s: %d users, %d posts, %d comments in %s (seed %d; every password is \"password\")\n",

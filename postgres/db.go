@@ -1,0 +1,383 @@
+// Package postgres implements loremnews.Database on PostgreSQL through pgx,
+// beside the SQLite implementation: the same interface, the same behaviour
+// for every route, counter cache, cascade and validation. Like package
+// sqlite it is the only place that knows its SQL.
+//
+// Where the two differ it is because the engines do:
+//   - PostgreSQL runs writers concurrently (row locks, READ COMMITTED), so
+//     there is no writer queue. Instead every write transaction takes its
+//     row locks in one global order — at most one post, then that post's
+//     comments, then users in id order — so two Lorem News transactions
+//     never deadlock; one that still fails with a deadlock or serialization
+//     error is retried.
+//   - A random row picked by a benchmarking action may be deleted by a
+//     concurrent transaction before it is locked; the action then starts
+//     over with a new pick (SQLite's single writer never sees this).
+//   - Ids come from sequences, which are not transactional: an insert that
+//     fails still uses up its id, so such an id later reads as "deleted"
+//     rather than "never existed".
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/loremnews/loremnews"
+)
+
+// Config says which database to use and how.
+type Config struct {
+	// URL is a PostgreSQL connection URL (postgres://user:pass@host/db) or
+	// key=value string. Its pool_max_conns parameter, if present, wins over
+	// MaxConns.
+	URL string
+	// MaxConns caps the connection pool; 0 means max(4, 4×GOMAXPROCS).
+	MaxConns int
+	// WriterTimeout bounds how long a statement waits for a row lock
+	// (lock_timeout) and a request for a pooled connection; 0 means 5 s,
+	// the same bound the SQLite store puts on its writer queue.
+	WriterTimeout time.Duration
+	// OnWriteWait, if set, is told how long each write waited from asking
+	// to write until its BEGIN returned (a pooled connection).
+	OnWriteWait func(time.Duration)
+}
+
+// DB is an open Lorem News database on PostgreSQL.
+type DB struct {
+	pool          *pgxpool.Pool
+	name          string
+	writerTimeout time.Duration
+	onWriteWait   func(time.Duration)
+
+	// retries counts write transactions started over (deadlock,
+	// serialization failure, or a random pick deleted meanwhile).
+	retries atomic.Int64
+
+	now func() time.Time
+}
+
+// IsURL reports whether dsn names a PostgreSQL database rather than a
+// SQLite file.
+func IsURL(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// Open connects, checks the server answers, and migrates the schema.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: bad database URL: %w", err)
+	}
+	if cfg.WriterTimeout <= 0 {
+		cfg.WriterTimeout = 5 * time.Second
+	}
+	if !strings.Contains(cfg.URL, "pool_max_conns") {
+		if cfg.MaxConns <= 0 {
+			// The server runs on the same few cores; more connections than
+			// a few per core only add context switches and lock waits.
+			cfg.MaxConns = max(4, 4*runtime.GOMAXPROCS(0))
+		}
+		pc.MaxConns = int32(cfg.MaxConns)
+	}
+	pc.MinConns = min(pc.MaxConns, 4)
+	// Connections are costly to open (a server process each): keep them.
+	pc.MaxConnLifetime = time.Hour
+	pc.MaxConnIdleTime = 30 * time.Minute
+	// pgx's default mode prepares each distinct statement once per
+	// connection and reuses it (statement cache of 512 per connection),
+	// which is what an app with a fixed set of queries wants.
+	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	rp := pc.ConnConfig.RuntimeParams
+	rp["timezone"] = "UTC"
+	rp["application_name"] = "loremnews"
+	// A row lock held longer than this means trouble; answer 503 rather
+	// than queue forever. Same bound as the SQLite writer queue.
+	rp["lock_timeout"] = fmt.Sprint(cfg.WriterTimeout.Milliseconds())
+	// No statement of this app should run long; a runaway one is cut off.
+	rp["statement_timeout"] = "30000"
+	// The session's transactions may hold row locks: never idle with them.
+	rp["idle_in_transaction_session_timeout"] = "60000"
+	pc.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		// Scan timestamps in UTC, like the SQLite store.
+		c.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID,
+			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}})
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	db := &DB{
+		pool:          pool,
+		name:          redact(cfg.URL),
+		writerTimeout: cfg.WriterTimeout,
+		onWriteWait:   cfg.OnWriteWait,
+		now:           func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect to %s: %w", db.name, describeConnectError(err))
+	}
+	if err := db.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: migrate %s: %w", db.name, err)
+	}
+	return db, nil
+}
+
+// redact drops the password from a URL for messages and reports.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return "PostgreSQL database"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+func describeConnectError(err error) error {
+	var ne *net.OpError
+	if errors.As(err, &ne) {
+		return fmt.Errorf("the server does not answer (is PostgreSQL running there?): %w", err)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "3D000":
+			return fmt.Errorf("the database does not exist (create it with createdb): %w", err)
+		case "28P01", "28000":
+			return fmt.Errorf("the server refused these credentials: %w", err)
+		}
+	}
+	return err
+}
+
+// Name is the database URL without its password.
+func (db *DB) Name() string { return db.name }
+
+// Engine is "postgres".
+func (db *DB) Engine() string { return "postgres" }
+
+// Ping reports whether the database answers a query.
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	if err := db.pool.QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
+		return fmt.Errorf("ping: %w", db.mapError(err))
+	}
+	return nil
+}
+
+// Close closes the pool, waiting for connections in use to be returned.
+func (db *DB) Close() error {
+	db.pool.Close()
+	return nil
+}
+
+// Stats is a snapshot of the pool and retry counters, for /metrics.
+type Stats struct {
+	Retries      int64
+	AcquiredConn int32
+	IdleConns    int32
+	TotalConns   int32
+	MaxConns     int32
+	EmptyAcquire int64 // acquires that had to wait for a connection
+}
+
+// Stats returns the current counters.
+func (db *DB) Stats() Stats {
+	s := db.pool.Stat()
+	return Stats{Retries: db.retries.Load(), AcquiredConn: s.AcquiredConns(), IdleConns: s.IdleConns(),
+		TotalConns: s.TotalConns(), MaxConns: s.MaxConns(), EmptyAcquire: s.EmptyAcquireCount()}
+}
+
+// Settings returns the server's version and the settings that matter for
+// this workload, for the benchmark report.
+func (db *DB) Settings(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	var version string
+	if err := db.pool.QueryRow(ctx, `SHOW server_version`).Scan(&version); err != nil {
+		return nil, err
+	}
+	out["server_version"] = version
+	rows, err := db.pool.Query(ctx, `SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings WHERE name = ANY($1) ORDER BY name`,
+		[]string{"shared_buffers", "max_connections", "synchronous_commit", "fsync", "wal_level", "full_page_writes",
+			"checkpoint_timeout", "max_wal_size", "work_mem", "effective_cache_size", "wal_buffers", "commit_delay", "random_page_cost", "jit"})
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	out["pool_max_conns"] = fmt.Sprint(db.pool.Config().MaxConns)
+	return out, rows.Err()
+}
+
+// querier is what read helpers need: the pool or a transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// read runs fn against the pool (each statement its own snapshot, as in the
+// SQLite store's read pool).
+func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
+	return db.mapError(fn(db.pool))
+}
+
+// errRetry asks write to start the transaction over: a row it picked at
+// random was deleted by a concurrent transaction before it could lock it.
+var errRetry = errors.New("picked row vanished; retry")
+
+// maxAttempts bounds how often write starts a transaction over.
+const maxAttempts = 20
+
+// write runs fn in one READ COMMITTED transaction and commits it, starting
+// over (with a short random pause) on a deadlock, a serialization failure
+// or errRetry. Every write holds row locks in the order described in the
+// package comment, so deadlocks should not happen; the retry is a safety net.
+func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		err := db.writeOnce(ctx, start, attempt == 1, fn)
+		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
+			if errors.Is(err, errRetry) {
+				err = loremnews.Errorf(loremnews.EUNAVAILABLE, "The site is too busy right now. Please try again.")
+			}
+			return db.mapError(err)
+		}
+		db.retries.Add(1)
+		pause := time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond)))
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return db.mapError(ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func (db *DB) writeOnce(ctx context.Context, start time.Time, observe bool, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	// The wait for a pooled connection is bounded like the SQLite writer
+	// queue's wait for a turn; the transaction itself is not.
+	actx, cancel := context.WithTimeout(ctx, db.writerTimeout)
+	conn, err := db.pool.Acquire(actx)
+	cancel()
+	if err != nil {
+		if observe && db.onWriteWait != nil {
+			db.onWriteWait(time.Since(start))
+		}
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return loremnews.Errorf(loremnews.EUNAVAILABLE, "The site is too busy right now. Please try again.")
+		}
+		return fmt.Errorf("acquire connection: %w", err)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	if observe && db.onWriteWait != nil {
+		db.onWriteWait(time.Since(start))
+	}
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := fn(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func retryable(err error) bool {
+	if errors.Is(err, errRetry) {
+		return true
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// pgCode returns the SQLSTATE of err, or "".
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// constraint returns the name of the constraint err violated, or "".
+func constraint(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.ConstraintName
+	}
+	return ""
+}
+
+// mapError turns errors every caller shares into domain errors, as the
+// SQLite store does: bad input the schema caught is EINVALID (422); a
+// database that is overloaded, out of space, shutting down or unreachable
+// is EUNAVAILABLE (503); a missing row is ENOTFOUND.
+func (db *DB) mapError(err error) error {
+	if err == nil || loremnews.ErrorCode(err) != loremnews.EINTERNAL {
+		return err
+	}
+	unavailable := func(msg string) error {
+		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "%s", msg), err)
+	}
+	switch code := pgCode(err); {
+	case code == "23514", code == "22021", code == "22P05", code == "22001":
+		// The domain rules should have caught this first: a CHECK,
+		// a character PostgreSQL cannot store (NUL), an over-long value.
+		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EINVALID, "The input breaks a rule of the database."), err)
+	case code == "53100":
+		return unavailable("The database is full (out of disk space); nothing was saved. Please try again later.")
+	case code == "55P03", code == "40001", code == "40P01", code == "57014", strings.HasPrefix(code, "53"):
+		return unavailable("The database is busy. Please try again.")
+	case strings.HasPrefix(code, "57P"), strings.HasPrefix(code, "08"), code == "25006":
+		return unavailable("The database is unavailable. Please try again later.")
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return unavailable("The site is too busy right now. Please try again.")
+	}
+	var ne *net.OpError
+	if errors.As(err, &ne) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return unavailable("The database is unavailable. Please try again later.")
+	}
+	return err
+}
+
+// mustAffect turns "no row changed" into ENOTFOUND naming the thing.
+func mustAffect(tag pgconn.CommandTag, thing string) error {
+	if tag.RowsAffected() == 0 {
+		return loremnews.Errorf(loremnews.ENOTFOUND, "%s not found.", thing)
+	}
+	return nil
+}
+
+// DB is the PostgreSQL implementation of the store the web layer uses.
+var _ loremnews.Database = (*DB)(nil)

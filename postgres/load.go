@@ -1,0 +1,168 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/loremnews/loremnews"
+)
+
+// nullTime stores the zero time as NULL, as the SQLite store reads NULL as
+// the zero time.
+func nullTime(t interface{ IsZero() bool }) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// LoadDataset replaces every row with ds's (keeping ids) in one transaction,
+// using COPY, then sets the counter caches to the true counts and each id
+// sequence past the largest id.
+func (db *DB) LoadDataset(ctx context.Context, ds *loremnews.Dataset) error {
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `TRUNCATE sessions, comments, posts, users RESTART IDENTITY`); err != nil {
+			return err
+		}
+		copies := []struct {
+			table   string
+			columns []string
+			rows    int
+			row     func(i int) []any
+		}{
+			{"users", []string{"id", "screen_name", "password_digest", "about", "last_seen_at", "created_at", "updated_at"}, len(ds.Users), func(i int) []any {
+				u := ds.Users[i]
+				return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, nullTime(u.LastSeenAt), u.CreatedAt, u.UpdatedAt}
+			}},
+			{"posts", []string{"id", "user_id", "title", "description", "published_at", "created_at", "updated_at"}, len(ds.Posts), func(i int) []any {
+				p := ds.Posts[i]
+				return []any{p.ID, p.UserID, p.Title, p.Description, nullTime(p.PublishedAt), p.CreatedAt, p.UpdatedAt}
+			}},
+			{"comments", []string{"id", "post_id", "user_id", "body", "created_at", "updated_at"}, len(ds.Comments), func(i int) []any {
+				c := ds.Comments[i]
+				return []any{c.ID, c.PostID, c.UserID, c.Body, c.CreatedAt, c.UpdatedAt}
+			}},
+			{"sessions", []string{"id", "user_id", "token_digest", "user_agent", "ip_address", "created_at", "updated_at"}, len(ds.Sessions), func(i int) []any {
+				s := ds.Sessions[i]
+				return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, s.CreatedAt, s.UpdatedAt}
+			}},
+		}
+		for _, c := range copies {
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{c.table}, c.columns, pgx.CopyFromSlice(c.rows, func(i int) ([]any, error) {
+				return c.row(i), nil
+			})); err != nil {
+				return fmt.Errorf("%s: %w", c.table, uniqueError(err))
+			}
+			if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), coalesce(max(id), 1), max(id) IS NOT NULL) FROM `+c.table, c.table); err != nil {
+				return fmt.Errorf("%s sequence: %w", c.table, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE users SET posts_count = (SELECT count(*) FROM posts WHERE posts.user_id = users.id)`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE posts SET comments_count = (SELECT count(*) FROM comments WHERE comments.post_id = posts.id)`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("load dataset: %w", db.mapError(err))
+	}
+	// Fresh statistics for the query planner after a bulk load.
+	if _, err := db.pool.Exec(ctx, `ANALYZE users, posts, comments, sessions`); err != nil {
+		return fmt.Errorf("load dataset: analyze: %w", db.mapError(err))
+	}
+	return nil
+}
+
+// Export reads every row in id order from one REPEATABLE READ snapshot.
+func (db *DB) Export(ctx context.Context) (*loremnews.Dataset, error) {
+	ds := &loremnews.Dataset{}
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		rows, _ := tx.Query(ctx, `SELECT id, screen_name, password_digest, about, last_seen_at, posts_count, created_at, updated_at FROM users ORDER BY id`)
+		if ds.Users, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.User, error) {
+			var u loremnews.User
+			var seen pgtype.Timestamptz
+			err := r.Scan(&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, &seen, &u.PostsCount, &u.CreatedAt, &u.UpdatedAt)
+			u.LastSeenAt = seen.Time
+			return &u, err
+		}); err != nil {
+			return err
+		}
+		rows, _ = tx.Query(ctx, `SELECT id, user_id, title, description, published_at, comments_count, created_at, updated_at FROM posts ORDER BY id`)
+		if ds.Posts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Post, error) {
+			var p loremnews.Post
+			var published pgtype.Timestamptz
+			err := r.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, &published, &p.CommentsCount, &p.CreatedAt, &p.UpdatedAt)
+			p.PublishedAt = published.Time
+			return &p, err
+		}); err != nil {
+			return err
+		}
+		rows, _ = tx.Query(ctx, `SELECT id, post_id, user_id, body, created_at, updated_at FROM comments ORDER BY id`)
+		if ds.Comments, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Comment, error) {
+			var c loremnews.Comment
+			return &c, r.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, &c.CreatedAt, &c.UpdatedAt)
+		}); err != nil {
+			return err
+		}
+		rows, _ = tx.Query(ctx, `SELECT id, user_id, token_digest, user_agent, ip_address, created_at, updated_at FROM sessions ORDER BY id`)
+		ds.Sessions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Session, error) {
+			var s loremnews.Session
+			return &s, r.Scan(&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, &s.CreatedAt, &s.UpdatedAt)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", db.mapError(err))
+	}
+	return ds, nil
+}
+
+// CheckConsistency checks every index with the amcheck extension (installed
+// on first use where the role may; otherwise Integrity says it could not
+// check), that no row references a missing parent, and the counter caches.
+func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, error) {
+	var c loremnews.Consistency
+	c.Integrity = db.checkIndexes(ctx)
+	err := db.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM posts p WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.id = p.user_id)) +
+		(SELECT count(*) FROM comments c WHERE NOT EXISTS (SELECT 1 FROM posts p WHERE p.id = c.post_id)
+			OR NOT EXISTS (SELECT 1 FROM users u WHERE u.id = c.user_id)) +
+		(SELECT count(*) FROM sessions s WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.id = s.user_id)),
+		(SELECT count(*) FROM users u WHERE u.posts_count <> (SELECT count(*) FROM posts p WHERE p.user_id = u.id)),
+		(SELECT count(*) FROM posts p WHERE p.comments_count <> (SELECT count(*) FROM comments c WHERE c.post_id = p.id)),
+		(SELECT count(*) FROM users), (SELECT count(*) FROM posts),
+		(SELECT count(*) FROM comments), (SELECT count(*) FROM sessions)`).Scan(
+		&c.ForeignKeyErrors, &c.WrongPostsCounts, &c.WrongCommentCounts, &c.Users, &c.Posts, &c.Comments, &c.Sessions)
+	if err != nil {
+		return c, fmt.Errorf("check consistency: %w", db.mapError(err))
+	}
+	return c, nil
+}
+
+// checkIndexes runs amcheck's bt_index_check on every index of the schema
+// and returns "ok" or what is wrong.
+func (db *DB) checkIndexes(ctx context.Context) string {
+	if _, err := db.pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS amcheck`); err != nil {
+		return fmt.Sprintf("not checked (amcheck extension unavailable: %v)", err)
+	}
+	var n int
+	err := db.pool.QueryRow(ctx, `SELECT count(bt_index_check(c.oid, true))
+		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam
+		WHERE am.amname = 'btree' AND c.relnamespace = current_schema()::regnamespace`).Scan(&n)
+	if err != nil {
+		return fmt.Sprintf("index check failed: %v", err)
+	}
+	return "ok"
+}
+
+// Empty reports whether the database has no users (a fresh database).
+func (db *DB) Empty(ctx context.Context) (bool, error) {
+	var empty bool
+	if err := db.pool.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM users)`).Scan(&empty); err != nil {
+		return false, fmt.Errorf("check empty: %w", db.mapError(err))
+	}
+	return empty, nil
+}

@@ -1,0 +1,106 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/loremnews/loremnews"
+)
+
+// CreateSession stores a new signed-in browser and fills in its id and times.
+func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		now := db.now()
+		err := tx.QueryRow(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $5) RETURNING id`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, now).Scan(&s.ID)
+		if err != nil {
+			return uniqueError(err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = $1 WHERE id = $2`, now, s.UserID); err != nil {
+			return err
+		}
+		s.CreatedAt, s.UpdatedAt = now, now
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("create session: %w", err)
+	}
+	return nil
+}
+
+// FindSessionByTokenDigest returns the session with that token digest and
+// its user, or ENOTFOUND.
+func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte) (*loremnews.Session, *loremnews.User, error) {
+	var (
+		s loremnews.Session
+		u *loremnews.User
+	)
+	err := db.read(ctx, func(q querier) (err error) {
+		u, err = scanUser(q.QueryRow(ctx, `SELECT `+userColumns+`, s.id, s.user_id, s.token_digest, s.user_agent, s.ip_address, s.created_at, s.updated_at
+			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = $1`, digest),
+			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, &s.CreatedAt, &s.UpdatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return loremnews.Errorf(loremnews.ENOTFOUND, "Session not found.")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("find session: %w", err)
+	}
+	return &s, u, nil
+}
+
+// TouchSession records that the session's browser was seen now.
+func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		now := db.now()
+		if _, err := tx.Exec(ctx, `UPDATE sessions SET updated_at = $1 WHERE id = $2`, now, s.ID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = $1 WHERE id = $2`, now, s.UserID)
+		s.UpdatedAt = now
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("touch session %d: %w", s.ID, err)
+	}
+	return nil
+}
+
+// UserSessions lists a user's signed-in browsers, most recently active first.
+func (db *DB) UserSessions(ctx context.Context, userID int64) ([]*loremnews.Session, error) {
+	var sessions []*loremnews.Session
+	err := db.read(ctx, func(q querier) error {
+		rows, err := q.Query(ctx, `SELECT id, user_id, user_agent, ip_address, created_at, updated_at
+			FROM sessions WHERE user_id = $1 ORDER BY updated_at DESC, id DESC`, userID)
+		if err != nil {
+			return err
+		}
+		sessions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Session, error) {
+			var s loremnews.Session
+			return &s, r.Scan(&s.ID, &s.UserID, &s.UserAgent, &s.IPAddress, &s.CreatedAt, &s.UpdatedAt)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("user sessions %d: %w", userID, err)
+	}
+	return sessions, nil
+}
+
+// DeleteSession signs that browser out.
+func (db *DB) DeleteSession(ctx context.Context, id int64) error {
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		return mustAffect(tag, "Session")
+	})
+	if err != nil {
+		return fmt.Errorf("delete session %d: %w", id, err)
+	}
+	return nil
+}

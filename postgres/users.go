@@ -1,0 +1,186 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/loremnews/loremnews"
+)
+
+// userColumns is the select list scanned by scanUser, prefixed by alias.
+const userColumns = `u.id, u.screen_name, u.password_digest, u.about, u.last_seen_at, u.posts_count, u.created_at, u.updated_at`
+
+func scanUser(row pgx.Row, extra ...any) (*loremnews.User, error) {
+	var u loremnews.User
+	var lastSeen pgtype.Timestamptz
+	dest := append([]any{&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, &lastSeen, &u.PostsCount, &u.CreatedAt, &u.UpdatedAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	u.LastSeenAt = lastSeen.Time
+	return &u, nil
+}
+
+var (
+	errScreenNameTaken = loremnews.Errorf(loremnews.EINVALID, "Screen name has already been taken.")
+	errTitleTaken      = loremnews.Errorf(loremnews.EINVALID, "Title has already been taken.")
+	errUserNotFound    = loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
+)
+
+// uniqueError turns a unique or foreign-key violation into the domain error
+// the SQLite store gives for it, and passes any other error through.
+func uniqueError(err error) error {
+	switch pgCode(err) {
+	case "23505":
+		switch constraint(err) {
+		case "index_users_on_screen_name":
+			return errScreenNameTaken
+		case "index_posts_on_title":
+			return errTitleTaken
+		}
+	case "23503":
+		return errUserNotFound
+	}
+	return err
+}
+
+// CreateUser stores a new user.
+func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string) (*loremnews.User, error) {
+	var u *loremnews.User
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
+		now := db.now()
+		u, err = scanUser(tx.QueryRow(ctx, `INSERT INTO users AS u (screen_name, password_digest, created_at, updated_at, last_seen_at)
+			VALUES ($1, $2, $3, $3, $3) RETURNING `+userColumns, screenName, passwordDigest, now))
+		return uniqueError(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create user: %w", err)
+	}
+	return u, nil
+}
+
+// FindUserByID returns the user or an ENOTFOUND error.
+func (db *DB) FindUserByID(ctx context.Context, id int64) (*loremnews.User, error) {
+	var u *loremnews.User
+	err := db.read(ctx, func(q querier) (err error) {
+		u, err = findUser(ctx, q, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find user %d: %w", id, err)
+	}
+	return u, nil
+}
+
+// FindUserByScreenName returns the user (case-insensitively) or ENOTFOUND.
+func (db *DB) FindUserByScreenName(ctx context.Context, screenName string) (*loremnews.User, error) {
+	var u *loremnews.User
+	err := db.read(ctx, func(q querier) (err error) {
+		u, err = scanUser(q.QueryRow(ctx, `SELECT `+userColumns+` FROM users u WHERE lower(u.screen_name) = lower($1)`, screenName))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errUserNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find user by screen name: %w", err)
+	}
+	return u, nil
+}
+
+func findUser(ctx context.Context, q querier, id int64) (*loremnews.User, error) {
+	u, err := scanUser(q.QueryRow(ctx, `SELECT `+userColumns+` FROM users u WHERE u.id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errUserNotFound
+	}
+	return u, err
+}
+
+// UpdateUser changes a user's screen name, about text and, if given, password digest.
+func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passwordDigest string) (*loremnews.User, error) {
+	var u *loremnews.User
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
+		u, err = scanUser(tx.QueryRow(ctx, `UPDATE users AS u SET screen_name = $1, about = $2,
+			password_digest = CASE WHEN $3 = '' THEN password_digest ELSE $3 END, updated_at = $4
+			WHERE id = $5 RETURNING `+userColumns, screenName, about, passwordDigest, db.now(), id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errUserNotFound
+		}
+		return uniqueError(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update user %d: %w", id, err)
+	}
+	return u, nil
+}
+
+// DeleteUser removes the user; foreign keys cascade to their sessions,
+// posts and comments. The comment counters of other users' posts they
+// commented on are fixed first, in the same transaction. (This locks several
+// posts at once, the one exception to the lock order; a deadlock with
+// another user's deletion is retried by write.)
+func (db *DB) DeleteUser(ctx context.Context, id int64) error {
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE posts SET comments_count = comments_count - n.count
+			FROM (SELECT post_id, count(*) AS count FROM comments WHERE user_id = $1 GROUP BY post_id ORDER BY post_id) n
+			WHERE posts.id = n.post_id AND posts.user_id <> $1`, id); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM users WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		return mustAffect(tag, "User")
+	})
+	if err != nil {
+		return fmt.Errorf("delete user %d: %w", id, err)
+	}
+	return nil
+}
+
+// UserPage loads a user with their newest posts and comments.
+func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
+	var (
+		u        *loremnews.User
+		posts    []*loremnews.Post
+		comments []*loremnews.Comment
+	)
+	err := db.read(ctx, func(q querier) (err error) {
+		if u, err = findUser(ctx, q, id); err != nil {
+			return err
+		}
+		author := &loremnews.User{ID: u.ID, ScreenName: u.ScreenName}
+		rows, err := q.Query(ctx, `SELECT p.id, p.user_id, p.title, p.comments_count, p.created_at
+			FROM posts p WHERE p.user_id = $1 ORDER BY p.id DESC LIMIT $2`, id, limit)
+		if err != nil {
+			return err
+		}
+		posts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Post, error) {
+			p := &loremnews.Post{Author: author}
+			return p, r.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &p.CreatedAt)
+		})
+		if err != nil {
+			return err
+		}
+		rows, err = q.Query(ctx, `SELECT c.id, c.post_id, c.body, c.created_at, p.title
+			FROM comments c JOIN posts p ON p.id = c.post_id
+			WHERE c.user_id = $1 ORDER BY c.id DESC LIMIT $2`, id, limit)
+		if err != nil {
+			return err
+		}
+		comments, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Comment, error) {
+			c := &loremnews.Comment{UserID: id, Author: author, Post: &loremnews.Post{}}
+			err := r.Scan(&c.ID, &c.PostID, &c.Body, &c.CreatedAt, &c.Post.Title)
+			c.Post.ID = c.PostID
+			return c, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("user page %d: %w", id, err)
+	}
+	return u, posts, comments, nil
+}
