@@ -64,6 +64,9 @@ type DB struct {
 	// retries counts write transactions started over (deadlock,
 	// serialization failure, or a random pick deleted meanwhile).
 	retries atomic.Int64
+	// deadlocks counts transactions PostgreSQL aborted as deadlocked; the
+	// lock order should keep it at 0.
+	deadlocks atomic.Int64
 
 	now func() time.Time
 }
@@ -192,6 +195,7 @@ func (db *DB) Close() error {
 // Stats is a snapshot of the pool and retry counters, for /metrics.
 type Stats struct {
 	Retries      int64
+	Deadlocks    int64
 	AcquiredConn int32
 	IdleConns    int32
 	TotalConns   int32
@@ -202,7 +206,7 @@ type Stats struct {
 // Stats returns the current counters.
 func (db *DB) Stats() Stats {
 	s := db.pool.Stat()
-	return Stats{Retries: db.retries.Load(), AcquiredConn: s.AcquiredConns(), IdleConns: s.IdleConns(),
+	return Stats{Retries: db.retries.Load(), Deadlocks: db.deadlocks.Load(), AcquiredConn: s.AcquiredConns(), IdleConns: s.IdleConns(),
 		TotalConns: s.TotalConns(), MaxConns: s.MaxConns(), EmptyAcquire: s.EmptyAcquireCount()}
 }
 
@@ -268,6 +272,9 @@ func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx)
 			return db.mapError(err)
 		}
 		db.retries.Add(1)
+		if pgCode(err) == "40P01" {
+			db.deadlocks.Add(1)
+		}
 		pause := time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond)))
 		t := time.NewTimer(pause)
 		select {

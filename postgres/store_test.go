@@ -2,9 +2,16 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 	"testing"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/pgcluster"
 	"github.com/loremnews/loremnews/pgcluster/pgtest"
 	"github.com/loremnews/loremnews/postgres"
 	"github.com/loremnews/loremnews/storetest"
@@ -27,4 +34,99 @@ func MustOpenDB(tb testing.TB) *postgres.DB {
 // TestStore runs the suite every backend passes.
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(tb testing.TB) loremnews.Database { return MustOpenDB(tb) })
+}
+
+// TestNoDeadlocks runs the benchmarking writes from 64 goroutines on a
+// small data set, where they collide on the same rows all the time: the
+// lock order must keep PostgreSQL from ever finding a deadlock, and no
+// write may fail.
+func TestNoDeadlocks(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	storetest.MustSeed(t, db, 5, 40)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64*40)
+	for w := range 64 {
+		wg.Go(func() {
+			for i := range 40 {
+				var err error
+				switch (w + i) % 6 { // twice as many creations as deletions: rows never run out
+				case 0, 4:
+					_, err = db.CreatePostByRandomUser(ctx, loremnews.PostInput{Title: fmt.Sprintf("Deadlock probe %d-%d", w, i)})
+				case 1, 5:
+					_, err = db.CreateCommentOnRandomPost(ctx, loremnews.CommentInput{Body: "Probing for deadlocks"})
+				case 2:
+					err = db.DeleteRandomPost(ctx)
+				case 3:
+					_, err = db.DeleteRandomComment(ctx)
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("write failed: %v", err)
+	}
+	storetest.MustBeConsistent(t, db)
+	s := db.Stats()
+	t.Logf("retries %d, deadlocks %d", s.Retries, s.Deadlocks)
+	if s.Deadlocks != 0 {
+		t.Fatalf("%d deadlocks", s.Deadlocks)
+	}
+}
+
+// TestLockTimeoutIsUnavailable holds a row lock longer than the writer
+// timeout: the waiting write answers EUNAVAILABLE (a 503), not a 500.
+func TestLockTimeoutIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	db, err := postgres.Open(ctx, postgres.Config{URL: url, WriterTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	u := storetest.MustCreateUser(t, db, "locked")
+	p := storetest.MustCreatePost(t, db, u.ID, "A locked post")
+
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM posts WHERE id = $1 FOR UPDATE`, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.CreateComment(ctx, p.ID, u.ID, loremnews.CommentInput{Body: "Waits for the lock"})
+	storetest.WantCode(t, err, loremnews.EUNAVAILABLE)
+	tx.Rollback(ctx)
+	storetest.MustCreateComment(t, db, p.ID, u.ID, "After the lock is gone")
+	storetest.MustBeConsistent(t, db)
+}
+
+// TestOpenErrorsNameTheProblem: a server that is not there, and a database
+// that does not exist.
+func TestOpenErrorsNameTheProblem(t *testing.T) {
+	ctx := context.Background()
+	_, err := postgres.Open(ctx, postgres.Config{URL: "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"})
+	if err == nil || !strings.Contains(err.Error(), "does not answer") {
+		t.Fatalf("unreachable server: %v", err)
+	}
+	missing := pgcluster.DatabaseURL(pgtest.AdminURL(t), "no_such_database")
+	_, err = postgres.Open(ctx, postgres.Config{URL: missing})
+	if err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("missing database: %v", err)
+	}
+	_, err = postgres.Open(ctx, postgres.Config{URL: "postgres://%zz"})
+	if err == nil || !strings.Contains(err.Error(), "bad database URL") {
+		t.Fatalf("bad URL: %v", err)
+	}
 }

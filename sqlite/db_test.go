@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
-	"github.com/loremnews/loremnews/storetest"
 	"github.com/loremnews/loremnews/sqlite"
+	"github.com/loremnews/loremnews/storetest"
 )
 
 // MustOpenDB opens a fresh database file in a temporary directory with the
