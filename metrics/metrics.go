@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/postgres"
 	"github.com/loremnews/loremnews/sqlite"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -23,7 +25,7 @@ type Metrics struct {
 	reg             *prometheus.Registry
 	requestDuration *prometheus.HistogramVec
 	writeWait       prometheus.Histogram
-	db              atomic.Pointer[sqlite.DB]
+	db              atomic.Value // loremnews.Database: *sqlite.DB or *postgres.DB
 }
 
 // WriteWaitBuckets span 10 µs to 10 s, about 1.6× apart, so percentiles
@@ -51,7 +53,7 @@ func New() *Metrics {
 }
 
 // Watch makes the database's counters part of every scrape.
-func (m *Metrics) Watch(db *sqlite.DB) { m.db.Store(db) }
+func (m *Metrics) Watch(db loremnews.Database) { m.db.Store(db) }
 
 // ObserveWriteWait records one write's wait (sqlite.Config.OnWriteWait).
 func (m *Metrics) ObserveWriteWait(d time.Duration) { m.writeWait.Observe(d.Seconds()) }
@@ -78,6 +80,8 @@ var (
 	descPoolInUse   = prometheus.NewDesc("loremnews_db_pool_in_use_connections", "Connections in use.", []string{"pool"}, nil)
 	descPoolWaits   = prometheus.NewDesc("loremnews_db_pool_waits_total", "Times a caller waited for a free connection.", []string{"pool"}, nil)
 	descPoolWaitSec = prometheus.NewDesc("loremnews_db_pool_wait_seconds_total", "Total time spent waiting for a free connection.", []string{"pool"}, nil)
+	descPGRetries   = prometheus.NewDesc("loremnews_postgres_write_retries_total", "Write transactions started over (a random pick deleted meanwhile, a serialization failure or a deadlock).", nil, nil)
+	descPGDeadlocks = prometheus.NewDesc("loremnews_postgres_deadlocks_total", "Write transactions PostgreSQL aborted as deadlocked (the lock order should keep this 0).", nil, nil)
 )
 
 // dbCollector reads the database's counters at scrape time.
@@ -85,17 +89,28 @@ type dbCollector struct{ m *Metrics }
 
 func (c dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descProfile, descBusyRetries, descBusyErrors, descQueueDepth, descQueueMax,
-		descQueueTurns, descQueueLeft, descPoolOpen, descPoolInUse, descPoolWaits, descPoolWaitSec} {
+		descQueueTurns, descQueueLeft, descPoolOpen, descPoolInUse, descPoolWaits, descPoolWaitSec, descPGRetries, descPGDeadlocks} {
 		ch <- d
 	}
 }
 
 func (c dbCollector) Collect(ch chan<- prometheus.Metric) {
-	db := c.m.db.Load()
-	if db == nil {
-		return
+	switch db := c.m.db.Load().(type) {
+	case *sqlite.DB:
+		collectSQLite(ch, db.Stats())
+	case *postgres.DB:
+		s := db.Stats()
+		ch <- prometheus.MustNewConstMetric(descProfile, prometheus.GaugeValue, 1, "postgres")
+		ch <- prometheus.MustNewConstMetric(descPGRetries, prometheus.CounterValue, float64(s.Retries))
+		ch <- prometheus.MustNewConstMetric(descPGDeadlocks, prometheus.CounterValue, float64(s.Deadlocks))
+		ch <- prometheus.MustNewConstMetric(descPoolOpen, prometheus.GaugeValue, float64(s.TotalConns), "postgres")
+		ch <- prometheus.MustNewConstMetric(descPoolInUse, prometheus.GaugeValue, float64(s.AcquiredConn), "postgres")
+		ch <- prometheus.MustNewConstMetric(descPoolWaits, prometheus.CounterValue, float64(s.EmptyAcquire), "postgres")
+		ch <- prometheus.MustNewConstMetric(descPoolWaitSec, prometheus.CounterValue, s.EmptyAcquireWait.Seconds(), "postgres")
 	}
-	s := db.Stats()
+}
+
+func collectSQLite(ch chan<- prometheus.Metric, s sqlite.Stats) {
 	ch <- prometheus.MustNewConstMetric(descProfile, prometheus.GaugeValue, 1, string(s.Profile))
 	ch <- prometheus.MustNewConstMetric(descBusyRetries, prometheus.CounterValue, float64(s.BusyRetries))
 	ch <- prometheus.MustNewConstMetric(descBusyErrors, prometheus.CounterValue, float64(s.BusyErrors))

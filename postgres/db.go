@@ -77,6 +77,13 @@ func IsURL(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
+// CheckURL reports whether dsn is a connection string pgx accepts, without
+// connecting.
+func CheckURL(dsn string) error {
+	_, err := pgxpool.ParseConfig(dsn)
+	return err
+}
+
 // Open connects, checks the server answers, and migrates the schema.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
 	pc, err := pgxpool.ParseConfig(cfg.URL)
@@ -201,13 +208,15 @@ type Stats struct {
 	TotalConns   int32
 	MaxConns     int32
 	EmptyAcquire int64 // acquires that had to wait for a connection
+	// EmptyAcquireWait is the time spent in those waits.
+	EmptyAcquireWait time.Duration
 }
 
 // Stats returns the current counters.
 func (db *DB) Stats() Stats {
 	s := db.pool.Stat()
 	return Stats{Retries: db.retries.Load(), Deadlocks: db.deadlocks.Load(), AcquiredConn: s.AcquiredConns(), IdleConns: s.IdleConns(),
-		TotalConns: s.TotalConns(), MaxConns: s.MaxConns(), EmptyAcquire: s.EmptyAcquireCount()}
+		TotalConns: s.TotalConns(), MaxConns: s.MaxConns(), EmptyAcquire: s.EmptyAcquireCount(), EmptyAcquireWait: s.EmptyAcquireWaitTime()}
 }
 
 // Settings returns the server's version and the settings that matter for

@@ -29,14 +29,18 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if to == "" {
 		return &usageError{msg: "--to is required", usage: fs.usage}
 	}
+	if d.postgres() {
+		return &usageError{msg: "backup copies a SQLite file; for PostgreSQL use pg_dump, or `loremnews copy --from postgres://… --to sqlite:FILE`", usage: fs.usage}
+	}
 	if _, err := os.Stat(to); err == nil {
 		return &usageError{msg: fmt.Sprintf("--to %s already exists; choose a new file", to), usage: fs.usage}
 	}
-	db, err := d.open(ctx)
+	opened, err := d.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer opened.Close()
+	db := opened.(*sqlite.DB)
 	took, err := db.Backup(ctx, to)
 	if err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/postgres"
 	"github.com/loremnews/loremnews/seed"
 	"github.com/loremnews/loremnews/sqlite"
 )
@@ -18,20 +20,23 @@ type dbFlags struct {
 	profile       string
 	readConns     int
 	writerTimeout time.Duration
+	pgMaxConns    int
 	onWriteWait   func(time.Duration) // set by serve when metrics are on
 }
 
 const defaultDB = "storage/loremnews.sqlite3"
 
 func (d *dbFlags) register(fs *flagSet) {
-	fs.StringVar(&d.dsn, "db", defaultDB, "SQLite file path or URI; pragmas ride along as file:PATH?_pragma=cache_size(-16000)")
+	fs.StringVar(&d.dsn, "db", defaultDB, "SQLite file path or URI (pragmas ride along as file:PATH?_pragma=cache_size(-16000)),\nor a PostgreSQL URL: postgres://user:password@host:5432/dbname")
 	fs.twin("db", "LOREM_DB")
 	fs.StringVar(&d.profile, "profile", string(sqlite.ProfileSplit), "connection setup: "+strings.Join(sqlite.ProfileNames(), ", "))
 	fs.twin("profile", "LOREM_PROFILE")
 	fs.IntVar(&d.readConns, "read-conns", 0, "size of the read pool (shared pool in single-pool profiles); 0 = max(4, 2×GOMAXPROCS)")
 	fs.twin("read-conns", "LOREM_READ_CONNS")
-	fs.DurationVar(&d.writerTimeout, "writer-timeout", 5*time.Second, "longest a write waits for its turn and SQLite's lock before answering 503")
+	fs.DurationVar(&d.writerTimeout, "writer-timeout", 5*time.Second, "longest a write waits for its turn and SQLite's lock (PostgreSQL: for a connection and for each row lock) before answering 503")
 	fs.twin("writer-timeout", "LOREM_WRITER_TIMEOUT")
+	fs.IntVar(&d.pgMaxConns, "pg-max-conns", 0, "PostgreSQL only: connection pool size; 0 = max(4, 4×GOMAXPROCS)")
+	fs.twin("pg-max-conns", "LOREM_PG_MAX_CONNS")
 }
 
 func (d *dbFlags) validate(fs *flagSet) error {
@@ -42,10 +47,15 @@ func (d *dbFlags) validate(fs *flagSet) error {
 		return &usageError{msg: "--read-conns must be 0 (auto) or more", usage: fs.usage}
 	case d.writerTimeout <= 0:
 		return &usageError{msg: "--writer-timeout must be positive", usage: fs.usage}
-	case strings.HasPrefix(d.dsn, "postgres://") || strings.HasPrefix(d.dsn, "postgresql://"):
-		return &usageError{msg: "PostgreSQL URLs are not supported yet; --db takes a SQLite file path", usage: fs.usage}
+	case d.pgMaxConns < 0:
+		return &usageError{msg: "--pg-max-conns must be 0 (auto) or more", usage: fs.usage}
 	case d.dsn == "":
 		return &usageError{msg: "--db must not be empty", usage: fs.usage}
+	case d.postgres():
+		if err := postgres.CheckURL(d.dsn); err != nil {
+			return &usageError{msg: fmt.Sprintf("--db is not a valid PostgreSQL URL: %v", err), usage: fs.usage}
+		}
+		return nil
 	}
 	path, _, _ := strings.Cut(strings.TrimPrefix(d.dsn, "file:"), "?")
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
@@ -54,7 +64,19 @@ func (d *dbFlags) validate(fs *flagSet) error {
 	return nil
 }
 
-func (d *dbFlags) open(ctx context.Context) (*sqlite.DB, error) {
+// postgres reports whether --db names a PostgreSQL database.
+func (d *dbFlags) postgres() bool { return postgres.IsURL(d.dsn) }
+
+// open opens the SQLite file or the PostgreSQL database --db names.
+func (d *dbFlags) open(ctx context.Context) (loremnews.Database, error) {
+	if d.postgres() {
+		return postgres.Open(ctx, postgres.Config{
+			URL:           d.dsn,
+			MaxConns:      d.pgMaxConns,
+			WriterTimeout: d.writerTimeout,
+			OnWriteWait:   d.onWriteWait,
+		})
+	}
 	return sqlite.Open(ctx, sqlite.Config{
 		DSN:           d.dsn,
 		Profile:       sqlite.Profile(d.profile),
@@ -88,7 +110,7 @@ func (s *seedFlags) validate(fs *flagSet) error {
 }
 
 // load generates the data set, loads it, and says so on stdout.
-func (s *seedFlags) load(ctx context.Context, db *sqlite.DB, stdout io.Writer) error {
+func (s *seedFlags) load(ctx context.Context, db loremnews.Database, stdout io.Writer) error {
 	start := time.Now()
 	ds, err := seed.Generate(seed.Config{Users: s.users, Posts: s.posts, Seed: s.seed})
 	if err != nil {
@@ -98,6 +120,6 @@ func (s *seedFlags) load(ctx context.Context, db *sqlite.DB, stdout io.Writer) e
 		return err
 	}
 	fmt.Fprintf(stdout, "seeded %s: %d users, %d posts, %d comments in %s (seed %d; every password is \"password\")\n",
-		db.Path(), len(ds.Users), len(ds.Posts), len(ds.Comments), time.Since(start).Round(time.Millisecond), s.seed)
+		db.Name(), len(ds.Users), len(ds.Posts), len(ds.Comments), time.Since(start).Round(time.Millisecond), s.seed)
 	return nil
 }

@@ -60,6 +60,7 @@ var commands = map[string]command{
 	"migrate": {"apply the embedded schema migrations", runMigrate},
 	"version": {"print the Go and SQLite versions and SQLite's compile-time options", runVersion},
 	"backup":  {"write a consistent copy of the database while the site runs, and check it", runBackup},
+	"copy":    {"copy all data between databases, e.g. from SQLite into PostgreSQL, and check the copy", runCopy},
 	"load":    {"send HTTP load to a URL and report latency percentiles, like hey or oha", runLoad},
 	"bench":   {"run the experiment: every SQLite setup under the same load, reported with charts", runBench},
 }

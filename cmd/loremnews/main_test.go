@@ -12,7 +12,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loremnews/loremnews/pgcluster/pgtest"
+	"github.com/loremnews/loremnews/postgres"
 )
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // syncBuffer is a bytes.Buffer safe to write from the server goroutine and
 // read from the test.
@@ -39,7 +44,11 @@ var listenRe = regexp.MustCompile(`listening on (http://\S+)`)
 // with a fresh database seeded on start, answer /up, the pages and a
 // benchmarking request, then shut down cleanly on cancel.
 func TestServeEndToEnd(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "storage", "e2e.sqlite3")
+	t.Run("sqlite", func(t *testing.T) { testServeEndToEnd(t, filepath.Join(t.TempDir(), "storage", "e2e.sqlite3")) })
+	t.Run("postgres", func(t *testing.T) { testServeEndToEnd(t, pgtest.NewDatabase(t)) })
+}
+
+func testServeEndToEnd(t *testing.T, dbPath string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr syncBuffer
@@ -94,6 +103,9 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatal("serve did not shut down")
 	}
 	// A clean shutdown checkpoints the WAL into the file.
+	if postgres.IsURL(dbPath) {
+		return
+	}
 	if fi, err := os.Stat(dbPath + "-wal"); err == nil && fi.Size() > 0 {
 		t.Errorf("WAL left with %d bytes after shutdown", fi.Size())
 	}
@@ -149,7 +161,11 @@ func TestUsageErrors(t *testing.T) {
 		"unknown flag":      {args: []string{"serve", "--nope"}, want: "flag provided but not defined: -nope"},
 		"bad duration":      {args: []string{"serve", "--writer-timeout", "soon"}, want: "invalid value"},
 		"bad profile":       {args: []string{"serve", "--profile", "turbo"}, want: `unknown --profile "turbo"`},
-		"postgres":          {args: []string{"migrate", "--db", "postgres://localhost/lorem"}, want: "PostgreSQL URLs are not supported yet"},
+		"postgres backup":   {args: []string{"backup", "--db", "postgres://localhost/lorem", "--to", filepath.Join(dir, "b.db")}, want: "use pg_dump"},
+		"bad postgres URL":  {args: []string{"migrate", "--db", "postgres://h/db?x=%zz"}, want: "not a valid PostgreSQL URL"},
+		"copy needs both":   {args: []string{"copy", "--from", filepath.Join(dir, "x.db")}, want: "both --from and --to are required"},
+		"copy to itself":    {args: []string{"copy", "--from", "sqlite:" + filepath.Join(dir, "x.db"), "--to", filepath.Join(dir, "x.db")}, want: "the same database"},
+		"copy from nothing": {args: []string{"copy", "--from", filepath.Join(dir, "none.db"), "--to", filepath.Join(dir, "y.db")}, want: "no such database file"},
 		"remote bench":      {args: []string{"serve", "--addr", "0.0.0.0:0", "--benchmarking"}, want: "--allow-remote-benchmarking"},
 		"bad env":           {args: []string{"serve"}, env: map[string]string{"LOREM_READ_CONNS": "many"}, want: "$LOREM_READ_CONNS"},
 		"stray argument":    {args: []string{"seed", "extra"}, want: `unexpected argument "extra"`},

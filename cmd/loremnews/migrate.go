@@ -29,7 +29,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s is at schema version %d:\n", db.Path(), len(applied))
+	fmt.Fprintf(stdout, "%s is at schema version %d:\n", db.Name(), len(applied))
 	for _, m := range applied {
 		fmt.Fprintf(stdout, "  %s\n", m)
 	}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loremnews/loremnews/pgcluster/pgtest"
+	"github.com/loremnews/loremnews/postgres"
+	"github.com/loremnews/loremnews/sqlite"
+)
+
+// TestCopySQLiteToPostgresAndBack moves a seeded SQLite database (with a
+// deleted post, so the ids have a gap) into PostgreSQL and back into a new
+// SQLite file: every row, id and counter must survive both trips.
+func TestCopySQLiteToPostgresAndBack(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "site.sqlite3")
+	if err := run(ctx, []string{"seed", "--db", src, "--users", "15", "--posts", "40"}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	sdb, err := sqlite.Open(ctx, sqlite.Config{DSN: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sdb.DeletePost(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	want, err := sdb.Export(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdb.Close()
+
+	pg := pgtest.NewDatabase(t)
+	var out bytes.Buffer
+	if err := run(ctx, []string{"copy", "--from", "sqlite:" + src, "--to", pg}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "15 users, 39 posts") || !strings.Contains(out.String(), "foreign keys and counters ok") {
+		t.Fatalf("copy output: %s", out.String())
+	}
+
+	t.Run("RefusesATargetWithData", func(t *testing.T) {
+		var stderr bytes.Buffer
+		err := run(ctx, []string{"copy", "--from", src, "--to", pg}, io.Discard, io.Discard)
+		if code := exitCode(err, &stderr); code != 1 || !strings.Contains(stderr.String(), "--replace") {
+			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+		if err := run(ctx, []string{"copy", "--from", src, "--to", pg, "--replace"}, io.Discard, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	back := filepath.Join(dir, "back.sqlite3")
+	if err := run(ctx, []string{"copy", "--from", pg, "--to", "sqlite:" + back}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	bdb, err := sqlite.Open(ctx, sqlite.Config{DSN: back})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	got, err := bdb.Export(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Users) != len(want.Users) || len(got.Posts) != len(want.Posts) || len(got.Comments) != len(want.Comments) {
+		t.Fatalf("round trip: %d/%d/%d rows, want %d/%d/%d", len(got.Users), len(got.Posts), len(got.Comments),
+			len(want.Users), len(want.Posts), len(want.Comments))
+	}
+	for i, p := range want.Posts {
+		g := got.Posts[i]
+		if g.ID != p.ID || g.Title != p.Title || g.Description != p.Description || g.CommentsCount != p.CommentsCount ||
+			!g.CreatedAt.Truncate(1000).Equal(p.CreatedAt.Truncate(1000)) {
+			t.Fatalf("post %d after the round trip: %+v, want %+v", i, g, p)
+		}
+	}
+	for i, u := range want.Users {
+		if g := got.Users[i]; g.ID != u.ID || g.ScreenName != u.ScreenName || g.PasswordDigest != u.PasswordDigest || g.PostsCount != u.PostsCount {
+			t.Fatalf("user %d after the round trip: %+v, want %+v", i, g, u)
+		}
+	}
+	// The PostgreSQL copy serves: the deleted post is gone, the others are there.
+	pdb, err := postgres.Open(ctx, postgres.Config{URL: pg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pdb.Close()
+	if _, _, err := pdb.PostPage(ctx, 7); err == nil {
+		t.Fatal("deleted post 7 is back")
+	}
+	if p, _, err := pdb.PostPage(ctx, 8); err != nil || p.Title != want.Posts[6].Title {
+		t.Fatalf("post 8 = %+v, %v", p, err)
+	}
+}
