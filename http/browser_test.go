@@ -121,7 +121,7 @@ func TestBrowserJourney(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	shotPath := filepath.Join(dir, "browser-post-page.png")
+	shotPath := filepath.Join(dir, "browser-post-page-"+backend+".png")
 	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}

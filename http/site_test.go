@@ -1,32 +1,71 @@
 package http_test
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/loremnews/loremnews"
 	lnhttp "github.com/loremnews/loremnews/http"
+	"github.com/loremnews/loremnews/pgcluster/pgtest"
+	"github.com/loremnews/loremnews/postgres"
 	"github.com/loremnews/loremnews/seed"
 	"github.com/loremnews/loremnews/sqlite"
 )
 
-// testSite is a real SQLite store behind the real handler on a loopback port.
+// backend is the database the package's tests run on in this pass:
+// TestMain runs every test once per backend in $LOREM_TEST_BACKENDS
+// (default "sqlite,postgres"), so the whole HTTP suite passes on both.
+var backend = "sqlite"
+
+func TestMain(m *testing.M) {
+	backends := strings.Split(cmp.Or(os.Getenv("LOREM_TEST_BACKENDS"), "sqlite,postgres"), ",")
+	code := 0
+	for _, b := range backends {
+		if b != "sqlite" && b != "postgres" {
+			fmt.Fprintf(os.Stderr, "LOREM_TEST_BACKENDS: unknown backend %q (want sqlite, postgres)\n", b)
+			os.Exit(2)
+		}
+		backend = b
+		fmt.Printf("=== backend %s: every test of package http\n", b)
+		if c := m.Run(); c != 0 {
+			fmt.Printf("=== backend %s: FAIL\n", b)
+			code = c
+		}
+	}
+	pgtest.Stop()
+	os.Exit(code)
+}
+
+// sqliteOnly ends a test about SQLite's own setups in the PostgreSQL pass
+// (it ran, and must pass, in the SQLite pass).
+func sqliteOnly(t *testing.T) {
+	t.Helper()
+	if backend != "sqlite" {
+		t.Skip("about SQLite's connection setups; runs in the sqlite pass")
+	}
+}
+
+// testSite is a real store behind the real handler on a loopback port.
 type testSite struct {
 	t   testing.TB
-	db  *sqlite.DB
+	db  loremnews.Database
 	ds  *seed.Dataset
 	srv *httptest.Server
 }
 
 type siteOptions struct {
-	profile      sqlite.Profile
+	profile      sqlite.Profile // in the sqlite pass; ignored on PostgreSQL
 	benchmarking bool
 	users, posts int
 	handler      lnhttp.Config // merged over the defaults below
@@ -39,10 +78,19 @@ func newTestSite(t testing.TB, opt siteOptions) *testSite {
 	if opt.users == 0 {
 		opt.users, opt.posts = 10, 20
 	}
-	db, err := sqlite.Open(context.Background(), sqlite.Config{DSN: filepath.Join(t.TempDir(), "site.sqlite3"), Profile: opt.profile})
+	var (
+		db  loremnews.Database
+		err error
+	)
+	if backend == "postgres" {
+		db, err = postgres.Open(context.Background(), postgres.Config{URL: pgtest.NewDatabase(t)})
+	} else {
+		db, err = sqlite.Open(context.Background(), sqlite.Config{DSN: filepath.Join(t.TempDir(), "site.sqlite3"), Profile: opt.profile})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("site on %s", db.Engine())
 	t.Cleanup(func() { db.Close() })
 	ds, err := seed.Generate(seed.Config{Users: opt.users, Posts: opt.posts, Seed: 3, BcryptCost: 4})
 	if err != nil {

@@ -31,12 +31,18 @@ var (
 // Call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop stops the cluster if this process started one; for a TestMain that
+// does more than Main.
+func Stop() {
 	if cluster != nil {
 		if err := cluster.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest: stop cluster:", err)
 		}
 	}
-	os.Exit(code)
 }
 
 // AdminURL returns a superuser URL of the test server, starting the
