@@ -24,11 +24,19 @@ type Setup struct {
 	Profile   string   `json:"profile"`
 	Note      string   `json:"note,omitempty"`
 	ServeArgs []string `json:"serve_args,omitempty"`
+	// Postgres runs the setup on PostgreSQL (Config.PostgresURL's server)
+	// instead of a SQLite file; Profile does not apply.
+	Postgres bool `json:"postgres,omitempty"`
 }
 
 // Config is the experiment.
 type Config struct {
-	Setups        []Setup       `json:"setups"`
+	Setups []Setup `json:"setups"`
+	// PostgresURL is a superuser (or CREATEDB) URL of the PostgreSQL
+	// server the Postgres setups use, each in a fresh database of its
+	// own. Empty: Execute starts a throw-away cluster (pgcluster.Tuned)
+	// for the experiment and stops it at the end.
+	PostgresURL   string        `json:"-"`
 	Action        string        `json:"action"`         // benchmarking action, e.g. "balanced"
 	Concurrency   int           `json:"concurrency"`    // of the main runs
 	Duration      time.Duration `json:"duration"`       // of each main run
@@ -107,6 +115,9 @@ type Report struct {
 	Config      Config         `json:"config"`
 	Ceiling     *Run           `json:"ceiling,omitempty"`
 	Setups      []*SetupResult `json:"setups"`
+	// Postgres describes the PostgreSQL server of the Postgres setups:
+	// its version, settings and where it ran.
+	Postgres *PostgresInfo `json:"postgres,omitempty"`
 }
 
 func (c *Config) logf(format string, args ...any) {
@@ -131,6 +142,13 @@ func Execute(ctx context.Context, cfg Config, commandLine string) (*Report, erro
 	}
 	rep := &Report{Started: time.Now(), CommandLine: commandLine, Config: cfg}
 	rep.Machine = readMachine(cfg.Setups[0].Binary)
+	if needsPostgres(cfg) {
+		stop, err := preparePostgres(ctx, &cfg, rep)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 	if cfg.Ceiling {
 		c, err := measureCeiling(ctx, cfg)
 		if err != nil {
@@ -332,8 +350,15 @@ func (res *SetupResult) setCounters(before, after serverCounters) {
 // own process; the caller stops it.
 func freshServer(ctx context.Context, cfg Config, s Setup, name string) (*server, error) {
 	dbPath := filepath.Join(cfg.WorkDir, name+".sqlite3")
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		os.Remove(dbPath + suffix)
+	if s.Postgres {
+		var err error
+		if dbPath, err = freshPostgresDatabase(ctx, cfg.PostgresURL, name); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(dbPath + suffix)
+		}
 	}
 	cfg.logf("%s: seeding a fresh database", name)
 	if err := seedDatabase(ctx, s, dbPath, cfg); err != nil {

@@ -90,7 +90,7 @@ func (r *Report) intro() []string {
 	}
 }
 
-func (r *Report) tables() []table {
+func (r *Report) tables() (out []table) {
 	c := r.Config
 	results := table{Title: "Results", Head: []string{"setup", "run", "req/s", "% of ceiling", "avg", "p50", "p90", "p99", "p99.9", "slowest", "non-2xx"}}
 	if r.Ceiling != nil {
@@ -133,7 +133,11 @@ func (r *Report) tables() []table {
 		waits.Rows = append(waits.Rows, tableRow{Cells: []string{s.Setup.Name, fmt.Sprintf("%.0f", w.Count), fmtSeconds(w.Mean), fmtSeconds(w.P50),
 			fmtSeconds(w.P90), fmtSeconds(w.P99), fmtSeconds(w.P999), fmt.Sprintf("%.0f", s.QueueMaxDepth), fmt.Sprintf("%.0f", s.BusyErrors), fmt.Sprintf("%.0f", s.BusyRetries)}})
 	}
-	out := []table{results, waits}
+	if r.Postgres != nil {
+		waits.Note += " For PostgreSQL the wait is for a pooled connection and BEGIN (row locks are waited for inside the transaction, and not counted here); " +
+			"its lock retries column counts transactions started over (a random row deleted meanwhile, or a deadlock)."
+	}
+	out = []table{results, waits}
 	if len(c.Scenarios) > 0 {
 		sc := table{Title: "Scenarios", Note: fmt.Sprintf("One run of %s each, each on a freshly seeded database and server. post_destroy and comment_destroy stop after "+
 			"deleting half the seeded posts (or comments), so the table never runs out.", c.Duration),
@@ -150,6 +154,18 @@ func (r *Report) tables() []table {
 			}
 		}
 		out = append(out, sc)
+	}
+	if pg := r.Postgres; pg != nil {
+		t := table{Title: "PostgreSQL server", Note: "The postgres setup ran on " + pg.Where + ".", Head: []string{"setting", "value"}}
+		keys := make([]string, 0, len(pg.Settings))
+		for k := range pg.Settings {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			t.Rows = append(t.Rows, tableRow{Cells: []string{k, pg.Settings[k]}})
+		}
+		defer func() { out = append(out, t) }()
 	}
 	if len(c.Sweep) == 0 {
 		return out
@@ -196,6 +212,10 @@ func (r *Report) setupLines() []string {
 	var out []string
 	for _, s := range r.Setups {
 		line := fmt.Sprintf("%s: %s serve --profile %s %s; SQLite %s.", s.Setup.Name, s.Setup.Binary, s.Setup.Profile, strings.Join(s.Setup.ServeArgs, " "), s.SQLite)
+		if s.Setup.Postgres {
+			line = fmt.Sprintf("%s: %s serve --db postgres://… %s (a fresh database on the PostgreSQL server below, seeded by the same binary).",
+				s.Setup.Name, s.Setup.Binary, strings.Join(s.Setup.ServeArgs, " "))
+		}
 		if s.Setup.Note != "" {
 			line += " " + s.Setup.Note
 		}

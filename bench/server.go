@@ -41,7 +41,7 @@ func seedDatabase(ctx context.Context, s Setup, dbPath string, cfg Config) error
 // going to logPath, and waits until /up answers 200.
 func startServer(ctx context.Context, s Setup, dbPath, logPath string) (*server, error) {
 	args := append([]string{"serve", "--db", dbPath, "--addr", "127.0.0.1:0", "--benchmarking", "--log-level", "warn"}, s.ServeArgs...)
-	if s.Profile != "" {
+	if s.Profile != "" && !s.Postgres {
 		args = append(args, "--profile", s.Profile)
 	}
 	cmd := exec.Command(s.Binary, args...)

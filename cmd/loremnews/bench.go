@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews/bench"
+	"github.com/loremnews/loremnews/postgres"
 	"github.com/loremnews/loremnews/sqlite"
 )
 
@@ -18,6 +19,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var (
 		cfg         bench.Config
 		setups      string
+		targets     string
 		binary      string
 		plainBinary string
 		sweep       bool
@@ -32,8 +34,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				"serve), then --runs runs of POST /benchmarking/ACTION at -c connections for -z each, without reseeding;\n"+
 				"optionally a concurrency sweep. Writes report.md, report.html (with charts) and results.json to --out.", stdout)
 	)
-	fs.StringVar(&setups, "setups", strings.Join(sqlite.ProfileNames(), ","), "profiles to compare, in order")
+	fs.StringVar(&setups, "setups", strings.Join(sqlite.ProfileNames(), ","), "setups to compare, in order: SQLite profiles, and postgres")
 	fs.twin("setups", "LOREM_BENCH_SETUPS")
+	fs.StringVar(&targets, "targets", "", "compare databases instead of setups: sqlite (the default SQLite setup), postgres; e.g. sqlite,postgres (overrides --setups)")
+	fs.twin("targets", "LOREM_BENCH_TARGETS")
+	fs.StringVar(&cfg.PostgresURL, "postgres", "", "PostgreSQL server for the postgres setup: a URL whose role may create databases (default: start a throw-away cluster, tuned, for the run)")
+	fs.twin("postgres", "LOREM_BENCH_POSTGRES")
 	fs.StringVar(&binary, "binary", "", "the loremnews binary to serve with (default: this one)")
 	fs.StringVar(&plainBinary, "plain-binary", "", "also run split on this binary built WITHOUT SQLite's compile-time options (make build-plain)")
 	fs.twin("plain-binary", "LOREM_BENCH_PLAIN_BINARY")
@@ -74,12 +80,35 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		binary = exe
 	}
-	for _, name := range strings.Split(setups, ",") {
-		name = strings.TrimSpace(name)
-		if !sqlite.ValidProfile(name) {
-			return &usageError{msg: fmt.Sprintf("unknown setup %q in --setups (want some of %s)", name, strings.Join(sqlite.ProfileNames(), ", ")), usage: fs.usage}
+	if targets != "" {
+		for _, name := range strings.Split(targets, ",") {
+			switch name = strings.TrimSpace(name); name {
+			case "sqlite":
+				cfg.Setups = append(cfg.Setups, bench.Setup{Name: "sqlite", Binary: binary, Profile: string(sqlite.ProfileSplit),
+					Note: "The default SQLite setup (profile split)."})
+			case "postgres":
+				cfg.Setups = append(cfg.Setups, bench.Setup{Name: "postgres", Binary: binary, Postgres: true})
+			default:
+				return &usageError{msg: fmt.Sprintf("unknown target %q in --targets (want sqlite, postgres)", name), usage: fs.usage}
+			}
 		}
-		cfg.Setups = append(cfg.Setups, bench.Setup{Name: name, Binary: binary, Profile: name})
+	} else {
+		for _, name := range strings.Split(setups, ",") {
+			name = strings.TrimSpace(name)
+			if name == "postgres" {
+				cfg.Setups = append(cfg.Setups, bench.Setup{Name: name, Binary: binary, Postgres: true})
+				continue
+			}
+			if !sqlite.ValidProfile(name) {
+				return &usageError{msg: fmt.Sprintf("unknown setup %q in --setups (want some of %s, postgres)", name, strings.Join(sqlite.ProfileNames(), ", ")), usage: fs.usage}
+			}
+			cfg.Setups = append(cfg.Setups, bench.Setup{Name: name, Binary: binary, Profile: name})
+		}
+	}
+	if cfg.PostgresURL != "" {
+		if err := postgres.CheckURL(cfg.PostgresURL); err != nil || !postgres.IsURL(cfg.PostgresURL) {
+			return &usageError{msg: fmt.Sprintf("--postgres %q is not a postgres:// URL", cfg.PostgresURL), usage: fs.usage}
+		}
 	}
 	if plainBinary != "" {
 		if _, err := os.Stat(plainBinary); err != nil {
