@@ -17,7 +17,7 @@ GO ?= go
 DB ?= storage/loremnews.sqlite3
 ADDR ?= 127.0.0.1:3000
 
-.PHONY: build build-plain generate run test test-deps lint bench bench-quick clean
+.PHONY: build build-plain generate run test test-deps lint bench bench-postgres bench-quick clean
 
 build:
 	$(GO) build -o bin/loremnews ./cmd/loremnews
@@ -54,6 +54,14 @@ test: test-deps lint
 # write_heavy at c=256. Reports land in benchmarks/DATE-balanced/.
 bench: build build-plain
 	bin/loremnews bench --plain-binary bin/loremnews-plain --sweep --interleave --scenarios balanced@256,write_heavy@256
+
+# SQLite's default setup and PostgreSQL side by side (issue 6): balanced at
+# c=20 (three runs) and c=256, write_heavy at c=20 and c=256, and the sweep,
+# taking turns. PostgreSQL runs on a throw-away cluster tuned for the machine
+# (pgcluster.Tuned), unless LOREM_BENCH_POSTGRES names a server. About 6 minutes.
+bench-postgres: build
+	bin/loremnews bench --targets sqlite,postgres --sweep --interleave \
+		--scenarios balanced@256,write_heavy@20,write_heavy@256 --out benchmarks/$$(date +%F)-sqlite-vs-postgres
 
 bench-quick: build build-plain
 	bin/loremnews bench --plain-binary bin/loremnews-plain --quick --out benchmarks/quick

@@ -152,6 +152,29 @@ func TestExecuteEndToEnd(t *testing.T) {
 		cfg.Interleave = interleave
 		t.Run(fmt.Sprintf("interleave=%v", interleave), func(t *testing.T) { checkExecute(t, cfg, &log) })
 	}
+	// SQLite and PostgreSQL side by side, PostgreSQL on a throw-away
+	// cluster Execute starts and stops itself.
+	t.Run("targets=sqlite,postgres", func(t *testing.T) {
+		cfg := cfg
+		cfg.Setups = []Setup{{Name: "sqlite", Binary: bin, Profile: "split"}, {Name: "postgres", Binary: bin, Postgres: true}}
+		cfg.Interleave, cfg.Ceiling = true, false
+		rep, err := Execute(context.Background(), cfg, "test")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, log.String())
+		}
+		for _, s := range rep.Setups {
+			if s.Error != "" || len(s.Runs) != 1 || s.Runs[0].Requests == 0 || s.Runs[0].Failures != 0 || len(s.Sweep) != 2 || s.WriteWait.Count == 0 {
+				t.Fatalf("%s: error %q, runs %+v, sweep %d, write waits %v\n%s", s.Setup.Name, s.Error, s.Runs, len(s.Sweep), s.WriteWait.Count, log.String())
+			}
+		}
+		if rep.Postgres == nil || !strings.HasPrefix(rep.Postgres.Settings["server_version"], "1") || rep.Postgres.Settings["synchronous_commit"] != "on" {
+			t.Fatalf("PostgreSQL info %+v", rep.Postgres)
+		}
+		var md bytes.Buffer
+		if err := rep.WriteMarkdown(&md); err != nil || !strings.Contains(md.String(), "## PostgreSQL server") || !strings.Contains(md.String(), "| shared_buffers |") {
+			t.Fatalf("markdown lacks the PostgreSQL settings:\n%s", md.String())
+		}
+	})
 }
 
 func checkExecute(t *testing.T, cfg Config, log *bytes.Buffer) {
