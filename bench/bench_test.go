@@ -51,12 +51,14 @@ loremnews_write_wait_seconds_count 10
 loremnews_sqlite_busy_errors_total 3
 # TYPE loremnews_writer_queue_max_depth gauge
 loremnews_writer_queue_max_depth 19
+# TYPE loremnews_postgres_write_retries_total counter
+loremnews_postgres_write_retries_total 4
 `
 	c, err := parseCounters(text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.writeWait.count() != 10 || c.busyErrors != 3 || c.queueMax != 19 || c.writeWait.sum != 0.5 {
+	if c.writeWait.count() != 10 || c.busyErrors != 3 || c.queueMax != 19 || c.writeWait.sum != 0.5 || c.busyRetries != 4 {
 		t.Fatalf("%+v", c)
 	}
 }

@@ -37,7 +37,9 @@ func parseCounters(text string) (serverCounters, error) {
 		c.writeWait = fromDTO(f.Metric[0].GetHistogram())
 	}
 	c.busyErrors = single(fams["loremnews_sqlite_busy_errors_total"])
-	c.busyRetries = single(fams["loremnews_sqlite_busy_retries_total"])
+	// Lock retries: SQLite's BEGIN IMMEDIATE polls, or PostgreSQL's
+	// transactions started over; a server has one or the other.
+	c.busyRetries = single(fams["loremnews_sqlite_busy_retries_total"]) + single(fams["loremnews_postgres_write_retries_total"])
 	c.queueMax = single(fams["loremnews_writer_queue_max_depth"])
 	return c, nil
 }

@@ -36,7 +36,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	)
 	fs.StringVar(&setups, "setups", strings.Join(sqlite.ProfileNames(), ","), "setups to compare, in order: SQLite profiles, and postgres")
 	fs.twin("setups", "LOREM_BENCH_SETUPS")
-	fs.StringVar(&targets, "targets", "", "compare databases instead of setups: sqlite (the default SQLite setup), postgres; e.g. sqlite,postgres (overrides --setups)")
+	fs.StringVar(&targets, "targets", "", "compare databases instead of setups: sqlite (the default SQLite setup), postgres, postgres-async (synchronous_commit=off); e.g. sqlite,postgres (overrides --setups)")
 	fs.twin("targets", "LOREM_BENCH_TARGETS")
 	fs.StringVar(&cfg.PostgresURL, "postgres", "", "PostgreSQL server for the postgres setup: a URL whose role may create databases (default: start a throw-away cluster, tuned, for the run)")
 	fs.twin("postgres", "LOREM_BENCH_POSTGRES")
@@ -88,8 +88,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					Note: "The default SQLite setup (profile split)."})
 			case "postgres":
 				cfg.Setups = append(cfg.Setups, bench.Setup{Name: "postgres", Binary: binary, Postgres: true})
+			case "postgres-async":
+				cfg.Setups = append(cfg.Setups, bench.Setup{Name: "postgres-async", Binary: binary, Postgres: true,
+					ServeArgs: []string{"--pg-synchronous-commit", "off"},
+					Note:      "PostgreSQL with synchronous_commit=off for the app: commits are not flushed before the response, the durability SQLite's synchronous=NORMAL has."})
 			default:
-				return &usageError{msg: fmt.Sprintf("unknown target %q in --targets (want sqlite, postgres)", name), usage: fs.usage}
+				return &usageError{msg: fmt.Sprintf("unknown target %q in --targets (want sqlite, postgres, postgres-async)", name), usage: fs.usage}
 			}
 		}
 	} else {

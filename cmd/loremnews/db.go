@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ type dbFlags struct {
 	readConns     int
 	writerTimeout time.Duration
 	pgMaxConns    int
+	pgSyncCommit  string
 	onWriteWait   func(time.Duration) // set by serve when metrics are on
 }
 
@@ -37,6 +39,8 @@ func (d *dbFlags) register(fs *flagSet) {
 	fs.twin("writer-timeout", "LOREM_WRITER_TIMEOUT")
 	fs.IntVar(&d.pgMaxConns, "pg-max-conns", 0, "PostgreSQL only: connection pool size; 0 = max(4, 4×GOMAXPROCS)")
 	fs.twin("pg-max-conns", "LOREM_PG_MAX_CONNS")
+	fs.StringVar(&d.pgSyncCommit, "pg-synchronous-commit", "", "PostgreSQL only: synchronous_commit for this app (on, off, local, remote_write, remote_apply); empty = the server's setting")
+	fs.twin("pg-synchronous-commit", "LOREM_PG_SYNCHRONOUS_COMMIT")
 }
 
 func (d *dbFlags) validate(fs *flagSet) error {
@@ -47,6 +51,8 @@ func (d *dbFlags) validate(fs *flagSet) error {
 		return &usageError{msg: "--read-conns must be 0 (auto) or more", usage: fs.usage}
 	case d.writerTimeout <= 0:
 		return &usageError{msg: "--writer-timeout must be positive", usage: fs.usage}
+	case d.pgSyncCommit != "" && !slices.Contains([]string{"on", "off", "local", "remote_write", "remote_apply"}, d.pgSyncCommit):
+		return &usageError{msg: fmt.Sprintf("--pg-synchronous-commit %q: want on, off, local, remote_write or remote_apply", d.pgSyncCommit), usage: fs.usage}
 	case d.pgMaxConns < 0:
 		return &usageError{msg: "--pg-max-conns must be 0 (auto) or more", usage: fs.usage}
 	case d.dsn == "":
@@ -71,10 +77,11 @@ func (d *dbFlags) postgres() bool { return postgres.IsURL(d.dsn) }
 func (d *dbFlags) open(ctx context.Context) (loremnews.Database, error) {
 	if d.postgres() {
 		return postgres.Open(ctx, postgres.Config{
-			URL:           d.dsn,
-			MaxConns:      d.pgMaxConns,
-			WriterTimeout: d.writerTimeout,
-			OnWriteWait:   d.onWriteWait,
+			URL:               d.dsn,
+			MaxConns:          d.pgMaxConns,
+			SynchronousCommit: d.pgSyncCommit,
+			WriterTimeout:     d.writerTimeout,
+			OnWriteWait:       d.onWriteWait,
 		})
 	}
 	return sqlite.Open(ctx, sqlite.Config{
