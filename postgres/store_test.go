@@ -130,3 +130,17 @@ func TestOpenErrorsNameTheProblem(t *testing.T) {
 		t.Fatalf("bad URL: %v", err)
 	}
 }
+
+// TestSynchronousCommitSetting: the app's synchronous_commit is set on
+// every pooled connection.
+func TestSynchronousCommitSetting(t *testing.T) {
+	db, err := postgres.Open(context.Background(), postgres.Config{URL: pgtest.NewDatabase(t), SynchronousCommit: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := db.Settings(context.Background())
+	if err != nil || s["synchronous_commit"] != "off" || s["server_version"] == "" {
+		t.Fatalf("settings %v, %v", s, err)
+	}
+}
