@@ -55,12 +55,12 @@ test: test-deps lint
 bench: build build-plain
 	bin/loremnews bench --plain-binary bin/loremnews-plain --sweep --interleave --scenarios balanced@256,write_heavy@256
 
-# SQLite's default setup and PostgreSQL side by side (issue 6): balanced at
+# SQLite's default setup and PostgreSQL (durable commits, and synchronous_commit=off) side by side: balanced at
 # c=20 (three runs) and c=256, write_heavy at c=20 and c=256, and the sweep,
 # taking turns. PostgreSQL runs on a throw-away cluster tuned for the machine
 # (pgcluster.Tuned), unless LOREM_BENCH_POSTGRES names a server. About 6 minutes.
 bench-postgres: build
-	bin/loremnews bench --targets sqlite,postgres --sweep --interleave \
+	bin/loremnews bench --targets sqlite,postgres,postgres-async --sweep --interleave \
 		--scenarios balanced@256,write_heavy@20,write_heavy@256 --out benchmarks/$$(date +%F)-sqlite-vs-postgres
 
 bench-quick: build build-plain
