@@ -9,8 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loremnews/loremnews"
 	lnhttp "github.com/loremnews/loremnews/http"
 	"github.com/loremnews/loremnews/metrics"
+	"github.com/loremnews/loremnews/pgcluster/pgtest"
+	"github.com/loremnews/loremnews/postgres"
 	"github.com/loremnews/loremnews/seed"
 	"github.com/loremnews/loremnews/sqlite"
 )
@@ -24,6 +27,52 @@ func TestMetricsSeeRequestsAndWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	text := scrapeAfterCreates(t, m, db)
+	for _, want := range []string{
+		`loremnews_http_request_duration_seconds_count{code="303",route="POST /benchmarking/post_create"} 10`,
+		`loremnews_http_request_duration_seconds_count{code="200",route="GET /posts/{id}"} 10`,
+		`loremnews_write_wait_seconds_count 13`, // 2 at migration, the seed load, 10 creates
+		`loremnews_db_profile_info{profile="split"} 1`,
+		`loremnews_writer_queue_turns_total`,
+		`loremnews_db_pool_open_connections{pool="read"}`,
+		`loremnews_sqlite_busy_errors_total 0`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// TestMetricsOnPostgres: the same scrape from a site on PostgreSQL shows its
+// pool and retry counters instead of SQLite's.
+func TestMetricsOnPostgres(t *testing.T) {
+	m := metrics.New()
+	db, err := postgres.Open(context.Background(), postgres.Config{URL: pgtest.NewDatabase(t), OnWriteWait: m.ObserveWriteWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	text := scrapeAfterCreates(t, m, db)
+	for _, want := range []string{
+		`loremnews_http_request_duration_seconds_count{code="303",route="POST /benchmarking/post_create"} 10`,
+		`loremnews_write_wait_seconds_count 10`, // the 10 creates (migration and seed load run outside write)
+		`loremnews_db_profile_info{profile="postgres"} 1`,
+		`loremnews_db_pool_open_connections{pool="postgres"}`,
+		`loremnews_postgres_deadlocks_total 0`,
+		`loremnews_postgres_write_retries_total 0`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// scrapeAfterCreates serves db with metrics on, creates 10 posts through
+// the benchmarking endpoint, and returns the /metrics text.
+func scrapeAfterCreates(t *testing.T, m *metrics.Metrics, db loremnews.Database) string {
+	t.Helper()
 	ds, _ := seed.Generate(seed.Config{Users: 5, Posts: 10, BcryptCost: 4})
 	if err := db.LoadDataset(context.Background(), ds); err != nil {
 		t.Fatal(err)
@@ -49,18 +98,5 @@ func TestMetricsSeeRequestsAndWrites(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	text := string(body)
-	for _, want := range []string{
-		`loremnews_http_request_duration_seconds_count{code="303",route="POST /benchmarking/post_create"} 10`,
-		`loremnews_http_request_duration_seconds_count{code="200",route="GET /posts/{id}"} 10`,
-		`loremnews_write_wait_seconds_count 13`, // 2 at migration, the seed load, 10 creates
-		`loremnews_db_profile_info{profile="split"} 1`,
-		`loremnews_writer_queue_turns_total`,
-		`loremnews_db_pool_open_connections{pool="read"}`,
-		`loremnews_sqlite_busy_errors_total 0`,
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("metrics lack %q", want)
-		}
-	}
+	return string(body)
 }

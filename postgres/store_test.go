@@ -144,3 +144,28 @@ func TestSynchronousCommitSetting(t *testing.T) {
 		t.Fatalf("settings %v, %v", s, err)
 	}
 }
+
+// TestServerGoneIsUnavailable stops the server under an open store: every
+// call answers EUNAVAILABLE (a 503 page), never an internal error.
+func TestServerGoneIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	c, err := pgcluster.Start(ctx, pgcluster.Fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	db, err := postgres.Open(ctx, postgres.Config{URL: c.URL, WriterTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	storetest.MustSeed(t, db, 3, 3)
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.FindPostByID(ctx, 1)
+	storetest.WantCode(t, err, loremnews.EUNAVAILABLE)
+	_, err = db.CreatePostByRandomUser(ctx, loremnews.PostInput{Title: "Into the void"})
+	storetest.WantCode(t, err, loremnews.EUNAVAILABLE)
+	storetest.WantCode(t, db.Ping(ctx), loremnews.EUNAVAILABLE)
+}
