@@ -20,6 +20,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg         bench.Config
 		setups      string
 		targets     string
+		compare     string
 		binary      string
 		plainBinary string
 		sweep       bool
@@ -43,6 +44,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&binary, "binary", "", "the loremnews binary to serve with (default: this one)")
 	fs.StringVar(&plainBinary, "plain-binary", "", "also run split on this binary built WITHOUT SQLite's compile-time options (make build-plain)")
 	fs.twin("plain-binary", "LOREM_BENCH_PLAIN_BINARY")
+	fs.StringVar(&compare, "compare", "", "also run split on other builds, NAME=PATH[,NAME=PATH…] (e.g. before=bin/loremnews-old): a change's before and after in one run, with --interleave")
+	fs.twin("compare", "LOREM_BENCH_COMPARE")
 	fs.StringVar(&cfg.Action, "action", "balanced", "benchmarking action to load")
 	fs.IntVar(&cfg.Concurrency, "c", 20, "concurrent connections in the main runs")
 	fs.DurationVar(&cfg.Duration, "z", 10*time.Second, "duration of each main run")
@@ -121,6 +124,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		plainBinary, _ = filepath.Abs(plainBinary)
 		cfg.Setups = append(cfg.Setups, bench.Setup{Name: "split-plain", Binary: plainBinary, Profile: string(sqlite.ProfileSplit),
 			Note: "The split profile on a binary built without SQLite's recommended compile-time options (make build-plain)."})
+	}
+	if compare != "" {
+		for _, c := range strings.Split(compare, ",") {
+			name, path, ok := strings.Cut(strings.TrimSpace(c), "=")
+			if !ok || name == "" || path == "" {
+				return &usageError{msg: fmt.Sprintf("bad --compare entry %q: want NAME=PATH", c), usage: fs.usage}
+			}
+			if _, err := os.Stat(path); err != nil {
+				return &usageError{msg: fmt.Sprintf("--compare %s: %v", name, err), usage: fs.usage}
+			}
+			path, _ = filepath.Abs(path)
+			cfg.Setups = append(cfg.Setups, bench.Setup{Name: name, Binary: path, Profile: string(sqlite.ProfileSplit),
+				Note: "The split profile on another build of loremnews (" + path + ")."})
+		}
 	}
 	if sweep {
 		for _, l := range strings.Split(levels, ",") {
