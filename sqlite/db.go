@@ -248,6 +248,36 @@ func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
 	}
 }
 
+// readSnapshot runs fn's queries in one read transaction on one read
+// connection: one snapshot for the whole page, and one start of a read
+// transaction instead of one per query. The latter matters because a
+// connection drops its whole page cache when its read transaction starts
+// after another connection committed — here, nearly always — so separate
+// queries would each read the shared pages (b-tree roots, the users
+// table) again. Single-pool profiles, whose connections begin IMMEDIATE,
+// keep one implicit transaction per query.
+func (db *DB) readSnapshot(ctx context.Context, fn func(q querier) error) error {
+	if db.readDB == db.writeDB {
+		return db.read(ctx, fn)
+	}
+	conn, err := db.readDB.Conn(ctx)
+	if err != nil {
+		return db.mapError(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
+		return db.mapError(err)
+	}
+	err = fn(conn)
+	// Ending a read transaction cannot fail for a reason worth reporting
+	// over fn's, but it must run even if ctx is done, or the connection
+	// would go back to the pool inside a transaction.
+	if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), `COMMIT`); err == nil {
+		err = cerr
+	}
+	return db.mapError(err)
+}
+
 // write runs fn in one write transaction and commits it. In order:
 //  1. with a writer queue, wait for this process's earlier writers to finish
 //     (first come, first served), at most WriterTimeout;

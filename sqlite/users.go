@@ -144,7 +144,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 		posts    []*loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.readSnapshot(ctx, func(q querier) (err error) {
 		if u, err = findUser(ctx, q, id); err != nil {
 			return err
 		}
