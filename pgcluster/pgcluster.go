@@ -42,10 +42,13 @@ var Tuned = Settings{
 	{"max_connections", "200"},
 }
 
-// Fast adds settings for tests: a throw-away cluster need not survive a
-// power cut, so it skips fsync (much faster on slow disks).
+// Fast is for tests: a throw-away cluster need not survive a power cut, so
+// it skips fsync (much faster on slow disks), and several test binaries
+// may each run one at once, so it keeps PostgreSQL's small default memory.
+// Later lines of postgresql.conf win, so these override Tuned's.
 var Fast = append(append(Settings{}, Tuned...),
-	[2]string{"fsync", "off"}, [2]string{"synchronous_commit", "off"}, [2]string{"full_page_writes", "off"})
+	[2]string{"fsync", "off"}, [2]string{"synchronous_commit", "off"}, [2]string{"full_page_writes", "off"},
+	[2]string{"shared_buffers", "128MB"}, [2]string{"max_connections", "100"})
 
 // Cluster is a running throw-away cluster.
 type Cluster struct {
@@ -88,7 +91,14 @@ func Start(ctx context.Context, settings Settings) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "loremnews-pg-")
+	// Under /tmp rather than $TMPDIR: the server's user must be able to
+	// reach the directory, and its socket path must stay under the
+	// 107-byte limit of Unix sockets.
+	base := ""
+	if fi, err := os.Stat("/tmp"); err == nil && fi.IsDir() {
+		base = "/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "loremnews-pg-")
 	if err != nil {
 		return nil, err
 	}
