@@ -62,7 +62,7 @@ var commands = map[string]command{
 	"backup":  {"write a consistent copy of the database while the site runs, and check it", runBackup},
 	"copy":    {"copy all data between databases, e.g. from SQLite into PostgreSQL, and check the copy", runCopy},
 	"load":    {"send HTTP load to a URL and report latency percentiles, like hey or oha", runLoad},
-	"bench":   {"run the experiment: every SQLite setup under the same load, reported with charts", runBench},
+	"bench":   {"run the experiment: every SQLite setup (and PostgreSQL) under the same load, reported with charts", runBench},
 }
 
 const mainUsage = "loremnews <command> [flags]   (loremnews <command> --help for a command's flags)"
@@ -94,7 +94,7 @@ func commandNames() []string {
 }
 
 func printMainHelp(w io.Writer) {
-	fmt.Fprintf(w, "Lorem News: a Hacker-News-style site on embedded SQLite, and the tools to load-test it.\n\nusage: %s\n\ncommands:\n", mainUsage)
+	fmt.Fprintf(w, "Lorem News: a Hacker-News-style site on embedded SQLite (or PostgreSQL), and the tools to load-test it.\n\nusage: %s\n\ncommands:\n", mainUsage)
 	for _, n := range commandNames() {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}

@@ -31,7 +31,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		gcPercent        int
 		maxInFlight      int
 		shutdownTimeout  time.Duration
-		fs               = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH] [--profile NAME] [--benchmarking] [--seed-if-empty]",
+		fs               = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH|postgres://…] [--profile NAME] [--benchmarking] [--seed-if-empty]",
 			"Serve Lorem News. The database is created and migrated on start.", stdout)
 	)
 	d.register(fs)
