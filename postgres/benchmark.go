@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -20,25 +19,23 @@ import (
 
 // pickRandomID picks a random row of table as the SQLite store does: a
 // random id between the smallest and largest, then the first row at or
-// after it, wrapping around. table is one of our own constants.
+// after it, wrapping around to the first row. Here it is one statement, so
+// one round trip to the server instead of two or three: the random
+// fraction comes from Go, min and max from the index's edges. table is one
+// of our own constants.
 func pickRandomID(ctx context.Context, q querier, table string) (int64, error) {
-	var lo, hi pgtype.Int8
-	if err := q.QueryRow(ctx, `SELECT (SELECT min(id) FROM `+table+`), (SELECT max(id) FROM `+table+`)`).Scan(&lo, &hi); err != nil {
+	var id pgtype.Int8
+	err := q.QueryRow(ctx, `SELECT coalesce(
+			(SELECT id FROM `+table+` WHERE id >= (SELECT min(id) + floor($1::float8 * (max(id) - min(id) + 1))::bigint FROM `+table+`)
+				ORDER BY id LIMIT 1),
+			(SELECT min(id) FROM `+table+`))`, rand.Float64()).Scan(&id)
+	if err != nil {
 		return 0, err
 	}
-	if !lo.Valid {
+	if !id.Valid {
 		return 0, loremnews.Errorf(loremnews.ENOTFOUND, "There are no %s to pick from.", table)
 	}
-	target := lo.Int64 + rand.Int64N(hi.Int64-lo.Int64+1)
-	var id int64
-	err := q.QueryRow(ctx, `SELECT id FROM `+table+` WHERE id >= $1 ORDER BY id LIMIT 1`, target).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = q.QueryRow(ctx, `SELECT id FROM `+table+` ORDER BY id LIMIT 1`).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, loremnews.Errorf(loremnews.ENOTFOUND, "There are no %s to pick from.", table)
-		}
-	}
-	return id, err
+	return id.Int64, nil
 }
 
 // touchUsers sets last_seen_at on touched and, if uncount is not 0, takes

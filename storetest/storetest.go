@@ -305,6 +305,22 @@ func testBenchmarkOperations(t *testing.T, open Opener) {
 	MustSeed(t, db, 10, 20)
 	before, _ := db.CheckConsistency(ctx)
 
+	t.Run("PicksSpread", func(t *testing.T) {
+		// 100 uniform picks among 20 posts hit ~20 of them; fewer than 10
+		// means the pick is not random (it once always took the first).
+		seen := map[int64]bool{}
+		for range 100 {
+			id, err := db.RandomPostID(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[id] = true
+		}
+		if len(seen) < 10 {
+			t.Fatalf("100 random picks among 20 posts found only %d distinct posts", len(seen))
+		}
+	})
+
 	id, err := db.TouchRandomUser(ctx)
 	if err != nil {
 		t.Fatalf("touch: %v", err)

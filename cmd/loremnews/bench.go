@@ -44,7 +44,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&binary, "binary", "", "the loremnews binary to serve with (default: this one)")
 	fs.StringVar(&plainBinary, "plain-binary", "", "also run split on this binary built WITHOUT SQLite's compile-time options (make build-plain)")
 	fs.twin("plain-binary", "LOREM_BENCH_PLAIN_BINARY")
-	fs.StringVar(&compare, "compare", "", "also run split on other builds, NAME=PATH[,NAME=PATH…] (e.g. before=bin/loremnews-old): a change's before and after in one run, with --interleave")
+	fs.StringVar(&compare, "compare", "", "also run the first setup on other builds, NAME=PATH[,NAME=PATH…] (e.g. before=bin/loremnews-old): a change's before and after in one run, with --interleave")
 	fs.twin("compare", "LOREM_BENCH_COMPARE")
 	fs.StringVar(&cfg.Action, "action", "balanced", "benchmarking action to load")
 	fs.IntVar(&cfg.Concurrency, "c", 20, "concurrent connections in the main runs")
@@ -135,8 +135,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return &usageError{msg: fmt.Sprintf("--compare %s: %v", name, err), usage: fs.usage}
 			}
 			path, _ = filepath.Abs(path)
-			cfg.Setups = append(cfg.Setups, bench.Setup{Name: name, Binary: path, Profile: string(sqlite.ProfileSplit),
-				Note: "The split profile on another build of loremnews (" + path + ")."})
+			// The first setup again, on the other build.
+			other := cfg.Setups[0]
+			other.Name, other.Binary = name, path
+			other.Note = fmt.Sprintf("Setup %s on another build of loremnews (%s).", cfg.Setups[0].Name, path)
+			cfg.Setups = append(cfg.Setups, other)
 		}
 	}
 	if sweep {
