@@ -53,8 +53,11 @@ func BenchmarkWrites(b *testing.B) {
 			}
 		}
 	})
+	// Titles are unique: i carries over between the sub-benchmark's runs
+	// (b.Run calls it again with a larger b.N, and -count repeats it) on
+	// the same database.
+	i := 0
 	b.Run("CreatePostByRandomUser", func(b *testing.B) {
-		i := 0
 		for b.Loop() {
 			i++
 			if _, err := db.CreatePostByRandomUser(ctx, loremnews.PostInput{Title: fmt.Sprintf("Bench post %d", i)}); err != nil {
