@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -15,25 +16,28 @@ import (
 
 // pickRandomID picks a random row of table: a random id between the smallest
 // and largest, then the first row at or after it, wrapping around to the
-// first row if rows after it were deleted meanwhile. One statement (the
-// random fraction comes from Go), so the writer's turn holds one query, not
-// two or three. min() and max() each have their own subquery: SQLite answers
-// a lone min() or max() from the b-tree's edge, but scans the table for both
-// in one SELECT. table is one of our own constants, never user input.
+// first row if rows after it were deleted meanwhile. table is one of our own
+// constants, never user input.
 func pickRandomID(ctx context.Context, q querier, table string) (int64, error) {
-	var id sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT coalesce(
-			(SELECT id FROM `+table+` WHERE id >= (SELECT min(id) FROM `+table+`) +
-				CAST(?1 * ((SELECT max(id) FROM `+table+`) - (SELECT min(id) FROM `+table+`) + 1) AS INTEGER)
-				ORDER BY id LIMIT 1),
-			(SELECT min(id) FROM `+table+`))`, rand.Float64()).Scan(&id)
-	if err != nil {
+	var lo, hi sql.NullInt64
+	// Two subqueries, not "SELECT min(id), max(id)": SQLite answers a lone
+	// min() or max() from the b-tree's edge, but scans the table for both.
+	if err := q.QueryRowContext(ctx, `SELECT (SELECT min(id) FROM `+table+`), (SELECT max(id) FROM `+table+`)`).Scan(&lo, &hi); err != nil {
 		return 0, err
 	}
-	if !id.Valid {
+	if !lo.Valid {
 		return 0, loremnews.Errorf(loremnews.ENOTFOUND, "There are no %s to pick from.", table)
 	}
-	return id.Int64, nil
+	target := lo.Int64 + rand.Int64N(hi.Int64-lo.Int64+1)
+	var id int64
+	err := q.QueryRowContext(ctx, `SELECT id FROM `+table+` WHERE id >= ? ORDER BY id LIMIT 1`, target).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = q.QueryRowContext(ctx, `SELECT id FROM `+table+` ORDER BY id LIMIT 1`).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, loremnews.Errorf(loremnews.ENOTFOUND, "There are no %s to pick from.", table)
+		}
+	}
+	return id, err
 }
 
 // touchRandomUser picks a random user and sets its last_seen_at to now.
