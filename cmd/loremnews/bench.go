@@ -169,7 +169,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &usageError{msg: "--runs, -c, -z, --users and --posts must be positive", usage: fs.usage}
 	}
 	if out == "" {
-		out = filepath.Join("benchmarks", time.Now().UTC().Format("2006-01-02")+"-"+cfg.Action)
+		out = freshReportDir(filepath.Join("benchmarks", time.Now().UTC().Format("2006-01-02")+"-"+cfg.Action))
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -227,4 +227,16 @@ func quoteArgs(args []string) []string {
 		out[i] = a
 	}
 	return out
+}
+
+// freshReportDir returns dir, or dir-2, dir-3, … if an earlier report is
+// already there: a default output directory never overwrites a report.
+func freshReportDir(dir string) string {
+	candidate := dir
+	for n := 2; ; n++ {
+		if _, err := os.Stat(filepath.Join(candidate, "results.json")); os.IsNotExist(err) {
+			return candidate
+		}
+		candidate = fmt.Sprintf("%s-%d", dir, n)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,4 +64,18 @@ func TestLoadCommand(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestFreshReportDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "2026-11-22-balanced")
+	if got := freshReportDir(dir); got != dir {
+		t.Fatalf("empty: %s", got)
+	}
+	for _, d := range []string{dir, dir + "-2"} {
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "results.json"), []byte("{}"), 0o644)
+	}
+	if got := freshReportDir(dir); got != dir+"-3" {
+		t.Fatalf("with two reports: %s, want %s-3", got, dir)
+	}
 }
