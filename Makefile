@@ -51,7 +51,7 @@ test: test-deps lint
 # The full experiment (about 12 minutes): every profile, plus split on a binary
 # without the compile-time options, three 10 s runs each at c=20, then a
 # concurrency sweep 1…256, taking turns (--interleave), then balanced and
-# write_heavy at c=256. Reports land in benchmarks/DATE-balanced/.
+# write_heavy at c=256. Reports land in benchmarks/DATE-balanced/ (-2, -3, … if taken).
 bench: build build-plain
 	bin/loremnews bench --plain-binary bin/loremnews-plain --sweep --interleave --scenarios balanced@256,write_heavy@256
 
