@@ -17,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/load"
+	"github.com/loremnews/loremnews/pgcluster/pgtest"
+	"github.com/loremnews/loremnews/postgres"
 	"github.com/loremnews/loremnews/sqlite"
 )
 
@@ -26,13 +29,35 @@ import (
 // backup under load. Each ends by opening the file and checking integrity,
 // foreign keys and every counter cache. Each is bounded to a few seconds.
 
-func mustConsistent(t *testing.T, dbPath string) sqlite.Consistency {
+// openDB opens a SQLite file or a PostgreSQL URL, closed at the test's end.
+func openDB(t *testing.T, dsn string) loremnews.Database {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), sqlite.Config{DSN: dbPath})
-	if err != nil {
-		t.Fatalf("reopen %s: %v", dbPath, err)
+	var (
+		db  loremnews.Database
+		err error
+	)
+	if postgres.IsURL(dsn) {
+		db, err = postgres.Open(context.Background(), postgres.Config{URL: dsn})
+	} else {
+		db, err = sqlite.Open(context.Background(), sqlite.Config{DSN: dsn})
 	}
-	defer db.Close()
+	if err != nil {
+		t.Fatalf("reopen %s: %v", dsn, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// eachBackend runs test on a fresh SQLite file and on a fresh PostgreSQL
+// database, named by its DSN.
+func eachBackend(t *testing.T, file string, test func(t *testing.T, dsn string)) {
+	t.Run("sqlite", func(t *testing.T) { test(t, filepath.Join(t.TempDir(), file)) })
+	t.Run("postgres", func(t *testing.T) { test(t, pgtest.NewDatabase(t)) })
+}
+
+func mustConsistent(t *testing.T, dbPath string) loremnews.Consistency {
+	t.Helper()
+	db := openDB(t, dbPath)
 	c, err := db.CheckConsistency(context.Background())
 	if err != nil || !c.OK() {
 		t.Fatalf("inconsistent: %+v, %v", c, err)
@@ -46,7 +71,10 @@ var locationIDRe = regexp.MustCompile(`^/posts/(\d+)$`)
 // server. Every post whose creation was acknowledged (a 303 with its
 // Location) must be in the file when it is opened again.
 func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "crash.sqlite3")
+	eachBackend(t, "crash.sqlite3", testCrashKeepsAcknowledgedWrites)
+}
+
+func testCrashKeepsAcknowledgedWrites(t *testing.T, dbPath string) {
 	seedFile(t, dbPath, "--users", "20", "--posts", "50")
 	srv := startServer(t, dbPath, "--benchmarking")
 	client := noRedirects(5 * time.Second)
@@ -90,11 +118,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 		t.Fatalf("only %d posts acknowledged before the crash", len(acked))
 	}
 
-	db, err := sqlite.Open(context.Background(), sqlite.Config{DSN: dbPath})
-	if err != nil {
-		t.Fatalf("reopen after kill -9: %v", err)
-	}
-	defer db.Close()
+	db := openDB(t, dbPath)
 	for _, id := range acked {
 		if _, err := db.FindPostByID(context.Background(), id); err != nil {
 			t.Fatalf("acknowledged post %d lost: %v", id, err)
@@ -181,11 +205,17 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	t.Logf("SIGTERM under load: exit 0 in %s; %d responses all 200; errors after close: %v", took.Round(time.Millisecond), res.StatusCodes[200], res.Errors)
 }
 
-// TestTwoProcessesOneFile: two servers on the same database (a rolling
+// TestTwoProcessesOneDatabase: two servers on the same database (a rolling
 // restart) under write load at once. No "database is locked", and neither
 // process's writers are starved.
-func TestTwoProcessesOneFile(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "shared.sqlite3")
+//
+// On PostgreSQL this is the reason to move: several app servers on one
+// database, writing at once.
+func TestTwoProcessesOneDatabase(t *testing.T) {
+	eachBackend(t, "shared.sqlite3", testTwoProcessesOneDatabase)
+}
+
+func testTwoProcessesOneDatabase(t *testing.T, dbPath string) {
 	seedFile(t, dbPath, "--users", "50", "--posts", "200")
 	a := startServer(t, dbPath, "--benchmarking")
 	b := startServer(t, dbPath, "--benchmarking")
@@ -237,7 +267,7 @@ func busyRetries(t *testing.T, srv *serverProc) string {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if m := regexp.MustCompile(`(?m)^loremnews_sqlite_busy_retries_total (\S+)$`).FindSubmatch(body); m != nil {
+	if m := regexp.MustCompile(`(?m)^loremnews_(?:sqlite_busy|postgres_write)_retries_total (\S+)$`).FindSubmatch(body); m != nil {
 		return string(m[1])
 	}
 	return "?"
