@@ -1,0 +1,27 @@
+package http
+
+import (
+	"context"
+	"io"
+
+	"github.com/loremnews/loremnews"
+)
+
+// Hooks for the rendering benchmarks (bench_test.go): each renders one page,
+// layout included, from data already in memory, so a benchmark measures the
+// templates alone, without the database or the network.
+
+func RenderUserPage(w io.Writer, u *loremnews.User, posts []*loremnews.Post, comments []*loremnews.Comment) error {
+	p := &userPage{basePage: basePage{Title: u.ScreenName}, User: u, Posts: posts, Comments: comments}
+	return layout(&p.basePage, p.view()).Render(context.Background(), w)
+}
+
+func RenderPostPage(w io.Writer, post *loremnews.Post, comments []*loremnews.Comment) error {
+	p := &postPage{basePage: basePage{Title: post.Title}, Post: post, Comments: comments}
+	return layout(&p.basePage, p.view()).Render(context.Background(), w)
+}
+
+func RenderIndexPage(w io.Writer, posts []*loremnews.Post) error {
+	p := &indexPage{Heading: "Posts", Posts: posts}
+	return layout(&p.basePage, p.view()).Render(context.Background(), w)
+}
