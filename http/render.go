@@ -3,12 +3,9 @@ package http
 import (
 	"bytes"
 	"embed"
-	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/a-h/templ"
 	"github.com/loremnews/loremnews"
@@ -17,64 +14,10 @@ import (
 //go:embed static
 var staticFS embed.FS
 
-// timeValue is a time as the pages show it.
-type timeValue time.Time
-
-// ISO is the machine-readable form, for <time datetime>.
-func (t timeValue) ISO() string { return time.Time(t).UTC().Format(time.RFC3339) }
-
-// Ago says how long ago t was, the way people say it: "3 hours ago".
-func (t timeValue) Ago() string { return ago(time.Time(t)) }
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
 func postURL(id int64) templ.SafeURL { return templ.SafeURL("/posts/" + strconv.FormatInt(id, 10)) }
 func userURL(id int64) templ.SafeURL { return templ.SafeURL("/users/" + strconv.FormatInt(id, 10)) }
 func commentURL(id int64) templ.SafeURL {
 	return templ.SafeURL("/comments/" + strconv.FormatInt(id, 10))
-}
-
-// ago says how long ago t was, the way people say it: "3 hours ago".
-func ago(t time.Time) string {
-	d := time.Since(t)
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return unitsAgo(int(d/time.Minute), "minute")
-	case d < 24*time.Hour:
-		return unitsAgo(int(d/time.Hour), "hour")
-	case d < 30*24*time.Hour:
-		return unitsAgo(int(d/(24*time.Hour)), "day")
-	case d < 365*24*time.Hour:
-		return unitsAgo(int(d/(30*24*time.Hour)), "month")
-	default:
-		return unitsAgo(int(d/(365*24*time.Hour)), "year")
-	}
-}
-
-func unitsAgo(n int, unit string) string {
-	if n == 1 {
-		return "1 " + unit + " ago"
-	}
-	return fmt.Sprintf("%d %ss ago", n, unit)
-}
-
-// paragraphs splits text on blank lines; single newlines stay within a paragraph.
-func paragraphs(s string) []string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	var out []string
-	for _, p := range strings.Split(s, "\n\n") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // pageData is implemented by every page's data struct: base() through the

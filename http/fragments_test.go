@@ -1,0 +1,81 @@
+package http
+
+import (
+	"context"
+	"html"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loremnews/loremnews"
+)
+
+// The hand-written components must write what templ's { expr } and the
+// templ components they replaced wrote.
+func TestFragments(t *testing.T) {
+	var b strings.Builder
+	write := func(r func(*strings.Builder) error) string {
+		t.Helper()
+		b.Reset()
+		if err := r(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+
+	for _, s := range []string{"", "plain", `<script>alert("x")</script>`, "a & b 'c' \"d\" <e>", "&&", "ünïcödé · ok", "<"} {
+		if got, want := write(func(w *strings.Builder) error { return text(s).Render(context.Background(), w) }), html.EscapeString(s); got != want {
+			t.Errorf("text(%q) = %q, want %q (html.EscapeString)", s, got, want)
+		}
+	}
+
+	now := time.Now()
+	for _, tc := range []struct {
+		ago  time.Duration
+		want string
+	}{
+		{0, "just now"}, {59 * time.Second, "just now"}, {61 * time.Second, "1 minute ago"}, {5 * time.Minute, "5 minutes ago"},
+		{61 * time.Minute, "1 hour ago"}, {23 * time.Hour, "23 hours ago"}, {25 * time.Hour, "1 day ago"}, {29 * 24 * time.Hour, "29 days ago"},
+		{31 * 24 * time.Hour, "1 month ago"}, {200 * 24 * time.Hour, "6 months ago"}, {366 * 24 * time.Hour, "1 year ago"}, {800 * 24 * time.Hour, "2 years ago"},
+	} {
+		at := now.Add(-tc.ago - time.Millisecond)
+		want := `<time datetime="` + at.UTC().Format(time.RFC3339) + `">` + tc.want + `</time>`
+		if got := write(func(w *strings.Builder) error { return timeAgo(at).Render(context.Background(), w) }); got != want {
+			t.Errorf("timeAgo(now-%v) = %q, want %q", tc.ago, got, want)
+		}
+		if got := ago(at); got != tc.want {
+			t.Errorf("ago(now-%v) = %q, want %q", tc.ago, got, tc.want)
+		}
+	}
+
+	for n, want := range map[int]string{0: "0 comments", 1: "1 comment", 2: "2 comments", 1234: "1234 comments"} {
+		if got := write(func(w *strings.Builder) error {
+			return plural(n, "comment", "comments").Render(context.Background(), w)
+		}); got != want {
+			t.Errorf("plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+
+	if got, want := write(func(w *strings.Builder) error {
+		return paragraphsOf("one\r\n\r\ntwo a\ntwo b\n\n\n\n  <three> & \n\n").Render(context.Background(), w)
+	}), "<p>one</p><p>two a\ntwo b</p><p>&lt;three&gt; &amp;</p>"; got != want {
+		t.Errorf("paragraphsOf = %q, want %q", got, want)
+	}
+
+	me := &loremnews.User{ID: 7, ScreenName: "me"}
+	other := &loremnews.User{ID: 8, ScreenName: `<b>"o'"</b>`}
+	page := &basePage{CurrentUser: me}
+	for _, tc := range []struct {
+		b    *basePage
+		u    *loremnews.User
+		want string
+	}{
+		{page, me, "you"},
+		{page, other, `<a href="/users/8">&lt;b&gt;&#34;o&#39;&#34;&lt;/b&gt;</a>`},
+		{&basePage{}, me, `<a href="/users/7">me</a>`},
+	} {
+		if got := write(func(w *strings.Builder) error { return author(tc.b, tc.u).Render(context.Background(), w) }); got != tc.want {
+			t.Errorf("author(%d as %v) = %q, want %q", tc.u.ID, tc.b.CurrentUser, got, tc.want)
+		}
+	}
+}
