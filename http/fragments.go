@@ -116,8 +116,6 @@ type count struct {
 
 func plural(n int, one, many string) count { return count{n, one, many} }
 
-func (c count) String() string { return string(c.append(nil)) }
-
 func (c count) append(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(c.n), 10)
 	b = append(b, ' ')
