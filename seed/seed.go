@@ -21,7 +21,8 @@ type Config struct {
 	MinComments int
 	MaxComments int
 	Seed        uint64
-	// Now anchors the times: posts fall in the year before it.
+	// Now anchors the times: posts fall in the year before it. Now moves
+	// every timestamp by one common offset and changes nothing else.
 	Now time.Time
 	// BcryptCost for the shared password; 0 means bcrypt.DefaultCost.
 	BcryptCost int
@@ -65,7 +66,12 @@ func Generate(cfg Config) (*Dataset, error) {
 	lorem := NewLorem(cfg.Seed + 1)
 	ds := &Dataset{}
 	year := 365 * 24 * time.Hour
-	start := cfg.Now.Add(-year)
+	// Times are drawn against a fixed reference, then moved to Now: drawn
+	// against Now itself, the spans (and so how many random numbers each
+	// draw consumes) would change with the clock, and with them every row
+	// after the first comment.
+	now := seedReference
+	start := now.Add(-year)
 
 	for i := range cfg.Users {
 		created := start.Add(-time.Duration(r.Int64N(int64(year)))).Truncate(time.Second)
@@ -108,7 +114,7 @@ func Generate(cfg Config) (*Dataset, error) {
 	for _, p := range ds.Posts {
 		n := cfg.MinComments + r.IntN(cfg.MaxComments-cfg.MinComments+1)
 		for range n {
-			span := cfg.Now.Sub(p.CreatedAt)
+			span := now.Sub(p.CreatedAt)
 			t := p.CreatedAt.Add(time.Duration(r.Int64N(int64(span) + 1))).Truncate(time.Second)
 			ds.Comments = append(ds.Comments, &loremnews.Comment{
 				PostID:    p.ID,
@@ -123,5 +129,23 @@ func Generate(cfg Config) (*Dataset, error) {
 	for i, c := range ds.Comments {
 		c.ID = int64(i + 1)
 	}
+	shiftTimes(ds, cfg.Now.Truncate(time.Second).Sub(now))
 	return ds, nil
+}
+
+// seedReference is the "now" times are drawn against before being moved
+// to Config.Now.
+var seedReference = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// shiftTimes moves every timestamp of ds by d.
+func shiftTimes(ds *Dataset, d time.Duration) {
+	for _, u := range ds.Users {
+		u.LastSeenAt, u.CreatedAt, u.UpdatedAt = u.LastSeenAt.Add(d), u.CreatedAt.Add(d), u.UpdatedAt.Add(d)
+	}
+	for _, p := range ds.Posts {
+		p.PublishedAt, p.CreatedAt, p.UpdatedAt = p.PublishedAt.Add(d), p.CreatedAt.Add(d), p.UpdatedAt.Add(d)
+	}
+	for _, c := range ds.Comments {
+		c.CreatedAt, c.UpdatedAt = c.CreatedAt.Add(d), c.UpdatedAt.Add(d)
+	}
 }

@@ -72,3 +72,49 @@ func paragraphsOf(s string) []string {
 	}
 	return append(out, s[start:])
 }
+
+// TestGenerateRepeatable: the same seed at two different clocks gives the
+// same rows — content, counts and order — with every timestamp moved by
+// one common offset.
+func TestGenerateRepeatable(t *testing.T) {
+	first := time.Date(2026, 3, 1, 10, 0, 0, 250_000_000, time.UTC)
+	second := first.Add(41*24*time.Hour + 7*time.Hour + 13*time.Second + 600*time.Millisecond)
+	a, err := Generate(Config{Seed: 1, Now: first, BcryptCost: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Generate(Config{Seed: 1, Now: second, BcryptCost: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Users) != len(b.Users) || len(a.Posts) != len(b.Posts) || len(a.Comments) != len(b.Comments) {
+		t.Fatalf("counts differ: %d/%d/%d users/posts/comments, then %d/%d/%d",
+			len(a.Users), len(a.Posts), len(a.Comments), len(b.Users), len(b.Posts), len(b.Comments))
+	}
+	offset := b.Users[0].CreatedAt.Sub(a.Users[0].CreatedAt)
+	if offset%time.Second != 0 || offset <= 0 {
+		t.Fatalf("offset %v: want a positive whole number of seconds", offset)
+	}
+	same := func(x, y time.Time) bool { return y.Sub(x) == offset }
+	for i, u := range a.Users {
+		v := b.Users[i]
+		if u.ID != v.ID || u.ScreenName != v.ScreenName || u.About != v.About || !same(u.CreatedAt, v.CreatedAt) ||
+			!same(u.UpdatedAt, v.UpdatedAt) || !same(u.LastSeenAt, v.LastSeenAt) {
+			t.Fatalf("user %d differs: %+v\nthen %+v", i, u, v)
+		}
+	}
+	for i, p := range a.Posts {
+		q := b.Posts[i]
+		if p.ID != q.ID || p.UserID != q.UserID || p.Title != q.Title || p.Description != q.Description ||
+			!same(p.CreatedAt, q.CreatedAt) || !same(p.UpdatedAt, q.UpdatedAt) || !same(p.PublishedAt, q.PublishedAt) {
+			t.Fatalf("post %d differs: %+v\nthen %+v", i, p, q)
+		}
+	}
+	for i, c := range a.Comments {
+		d := b.Comments[i]
+		if c.ID != d.ID || c.PostID != d.PostID || c.UserID != d.UserID || c.Body != d.Body ||
+			!same(c.CreatedAt, d.CreatedAt) || !same(c.UpdatedAt, d.UpdatedAt) {
+			t.Fatalf("comment %d differs: %+v\nthen %+v", i, c, d)
+		}
+	}
+}
