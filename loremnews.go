@@ -311,6 +311,10 @@ type BenchmarkStore interface {
 	RandomPostID(ctx context.Context) (int64, error)
 	// PostIDRange returns the smallest and largest post ids.
 	PostIDRange(ctx context.Context) (minID, maxID int64, err error)
+	// PointRead reads one random user's screen name by id: one indexed
+	// read, no write and no touch, to show what the database costs when
+	// nothing writes.
+	PointRead(ctx context.Context) (screenName string, err error)
 }
 
 // hasControl reports whether s holds control characters: NUL (which SQLite's

@@ -24,6 +24,7 @@ var benchActions = map[string]func(h *Handler, w http.ResponseWriter, r *http.Re
 	"post_show":       (*Handler).benchPostShow,
 	"posts_index":     (*Handler).benchPostsIndex,
 	"user_show":       (*Handler).benchUserShow,
+	"point_read":      (*Handler).benchPointRead,
 }
 
 // benchActionOrder fixes the column order of the weight tables.
@@ -40,7 +41,7 @@ var benchMixes = map[string][]int{
 // BenchmarkActions lists every action name the endpoint accepts.
 func BenchmarkActions() []string {
 	names := slices.Clone(benchActionOrder)
-	return append(names, "read_heavy", "write_heavy", "balanced")
+	return append(names, "read_heavy", "write_heavy", "balanced", "point_read")
 }
 
 // pickAction draws one action by the mix's weights.
@@ -169,6 +170,19 @@ func (h *Handler) benchUserShow(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h.renderUser(w, r, id)
+	return nil
+}
+
+// benchPointRead is the trivial database read: one random user's name by
+// id, as plain text, with no write (not even the touch every other action
+// makes), so a report shows what a read alone costs next to the ceiling.
+func (h *Handler) benchPointRead(w http.ResponseWriter, r *http.Request) error {
+	name, err := h.store.PointRead(r.Context())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintf(w, "Hello %s!\n", name)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/loremnews/loremnews"
 	lnhttp "github.com/loremnews/loremnews/http"
@@ -485,6 +486,39 @@ func TestBenchmarkingEndpoints(t *testing.T) {
 				if r.status != 200 && r.status != 303 {
 					t.Fatalf("%s: %d\n%s", mix, r.status, r.body)
 				}
+			}
+		}
+	})
+	t.Run("PointRead", func(t *testing.T) {
+		before, err := site.db.CheckConsistency(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lastSeen []time.Time
+		for id := int64(1); id <= 3; id++ {
+			u, err := site.db.FindUserByID(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lastSeen = append(lastSeen, u.LastSeenAt)
+		}
+		for range 20 {
+			r := b.postRaw("/benchmarking/point_read", nil)
+			wantStatus(t, r, 200)
+			if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+				t.Fatalf("Content-Type %q, want text/plain", ct)
+			}
+			if !strings.HasPrefix(r.body, "Hello ") || strings.Contains(r.body, "<") {
+				t.Fatalf("body %q, want \"Hello NAME!\"", r.body)
+			}
+		}
+		after, err := site.db.CheckConsistency(context.Background())
+		if err != nil || after.Posts != before.Posts || after.Comments != before.Comments {
+			t.Fatalf("counts %+v → %+v, %v", before, after, err)
+		}
+		for i, id := range []int64{1, 2, 3} {
+			if u, err := site.db.FindUserByID(context.Background(), id); err != nil || !u.LastSeenAt.Equal(lastSeen[i]) {
+				t.Fatalf("user %d touched by a point read: %v → %v, %v", id, lastSeen[i], u.LastSeenAt, err)
 			}
 		}
 	})

@@ -200,3 +200,23 @@ func (db *DB) PostIDRange(ctx context.Context) (minID, maxID int64, err error) {
 	}
 	return minID, maxID, nil
 }
+
+// PointRead reads a random user's screen name in one statement: the id
+// range from the primary key's two edges, then one seek at a random id in
+// it (wrapping to the first user past a gap at the end).
+func (db *DB) PointRead(ctx context.Context) (string, error) {
+	var name pgtype.Text
+	err := db.read(ctx, func(q querier) error {
+		return q.QueryRow(ctx, `SELECT coalesce(
+			(SELECT screen_name FROM users WHERE id >= (SELECT min(id) + floor($1::float8 * (max(id) - min(id) + 1))::bigint FROM users)
+				ORDER BY id LIMIT 1),
+			(SELECT screen_name FROM users ORDER BY id LIMIT 1))`, rand.Float64()).Scan(&name)
+	})
+	if err != nil {
+		return "", fmt.Errorf("point read: %w", err)
+	}
+	if !name.Valid {
+		return "", loremnews.Errorf(loremnews.ENOTFOUND, "There are no users to pick from.")
+	}
+	return name.String, nil
+}

@@ -166,3 +166,23 @@ func (db *DB) PostIDRange(ctx context.Context) (minID, maxID int64, err error) {
 	}
 	return minID, maxID, nil
 }
+
+// PointRead reads a random user's screen name in one statement: the id
+// range from the primary key's two edges, then one seek at a random id in
+// it (wrapping to the first user past a gap at the end).
+func (db *DB) PointRead(ctx context.Context) (string, error) {
+	var name sql.NullString
+	err := db.read(ctx, func(q querier) error {
+		return q.QueryRowContext(ctx, `SELECT coalesce(
+			(SELECT screen_name FROM users WHERE id >= (SELECT min(id) FROM users) + ?1 % ((SELECT max(id) FROM users) - (SELECT min(id) FROM users) + 1)
+				ORDER BY id LIMIT 1),
+			(SELECT screen_name FROM users ORDER BY id LIMIT 1))`, rand.Int64()).Scan(&name)
+	})
+	if err != nil {
+		return "", fmt.Errorf("point read: %w", err)
+	}
+	if !name.Valid {
+		return "", loremnews.Errorf(loremnews.ENOTFOUND, "There are no users to pick from.")
+	}
+	return name.String, nil
+}

@@ -300,10 +300,47 @@ func testBenchmarkOperations(t *testing.T, open Opener) {
 		wantCode(t, err, loremnews.ENOTFOUND)
 		_, err = db.RandomPostID(ctx)
 		wantCode(t, err, loremnews.ENOTFOUND)
+		_, err = db.PointRead(ctx)
+		wantCode(t, err, loremnews.ENOTFOUND)
 	})
 
 	MustSeed(t, db, 10, 20)
 	before, _ := db.CheckConsistency(ctx)
+
+	t.Run("PointReadReadsWithoutWriting", func(t *testing.T) {
+		users := map[string]time.Time{}
+		for id := int64(1); id <= 10; id++ {
+			u, err := db.FindUserByID(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			users[u.ScreenName] = u.LastSeenAt
+		}
+		seen := map[string]bool{}
+		for range 100 {
+			name, err := db.PointRead(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := users[name]; !ok {
+				t.Fatalf("point read returned %q, not a seeded user", name)
+			}
+			seen[name] = true
+		}
+		// 100 uniform picks among 10 users hit nearly all of them.
+		if len(seen) < 6 {
+			t.Fatalf("100 point reads among 10 users found only %d distinct users", len(seen))
+		}
+		for id := int64(1); id <= 10; id++ {
+			u, err := db.FindUserByID(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !u.LastSeenAt.Equal(users[u.ScreenName]) {
+				t.Fatalf("user %d: last_seen_at %v → %v: a point read wrote", id, users[u.ScreenName], u.LastSeenAt)
+			}
+		}
+	})
 
 	t.Run("PicksSpread", func(t *testing.T) {
 		// 100 uniform picks among 20 posts hit ~20 of them; fewer than 10
