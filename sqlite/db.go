@@ -124,13 +124,14 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	db.writeDB = sql.OpenDB(newConnector(path, params, spec.writerBusyTimeout(cfg.WriterTimeout), spec.txlock(), writePragmas))
 	if spec.sharedPool {
-		// One pool for everything, as a framework gives you by default.
-		// naive keeps database/sql's defaults (unlimited open, 2 idle);
-		// the others cap it like a production app server would.
-		if spec.capSharedPool {
-			db.writeDB.SetMaxOpenConns(cfg.ReadConns)
-			db.writeDB.SetMaxIdleConns(cfg.ReadConns)
+		// One pool for everything, as a framework gives you by default,
+		// of Rails's default size in the profiles that mirror Rails.
+		size := cfg.ReadConns
+		if spec.sharedPoolMax > 0 {
+			size = spec.sharedPoolMax
 		}
+		db.writeDB.SetMaxOpenConns(size)
+		db.writeDB.SetMaxIdleConns(size)
 		db.readDB = db.writeDB
 	} else {
 		// Exactly one write connection: SQLite allows one writer at a time
@@ -233,19 +234,37 @@ type querier interface {
 // instead of using its busy handler, a read that meets SQLITE_BUSY (possible
 // in WAL mode only while another connection recovers the WAL) is retried.
 func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
-	if !db.spec.pollBusy || db.readDB != db.writeDB {
+	if !db.spec.pollBusy && !db.spec.gemBusy || db.readDB != db.writeDB {
 		return db.mapError(fn(db.readDB))
 	}
 	deadline := time.Now().Add(db.writerTimeout)
-	for {
+	for count := 0; ; count++ {
 		err := fn(db.readDB)
-		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+		if err == nil || !isBusy(err) || !db.retryBusy(count, deadline) {
 			return db.mapError(err)
 		}
-		if err := sleepCtx(ctx, busyPollInterval); err != nil {
+		if err := sleepCtx(ctx, db.busyInterval()); err != nil {
 			return db.mapError(err)
 		}
 	}
+}
+
+// retryBusy decides whether the count-th SQLITE_BUSY (from 0) of one
+// statement is retried: the gem's rule in the enhanced profile, the
+// deadline in the polling ones.
+func (db *DB) retryBusy(count int, deadline time.Time) bool {
+	if db.spec.gemBusy {
+		return gemBusyHandler(count, db.writerTimeout)
+	}
+	return db.spec.pollBusy && !time.Now().After(deadline)
+}
+
+// busyInterval is the sleep before the next try after SQLITE_BUSY.
+func (db *DB) busyInterval() time.Duration {
+	if db.spec.gemBusy {
+		return gemRetryInterval
+	}
+	return busyPollInterval
 }
 
 // readSnapshot runs fn's queries in one read transaction on one read
@@ -325,17 +344,18 @@ func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx
 }
 
 // beginWrite starts a write transaction. Where the profile polls, a BEGIN
-// IMMEDIATE that finds the lock held by another process is retried every
-// busyPollInterval until the deadline; elsewhere SQLite's busy handler does
-// the waiting inside the BEGIN. The transaction lives as long as ctx.
+// IMMEDIATE that finds the lock held by another connection is retried every
+// busyPollInterval until the deadline, or on the gem's schedule in the
+// enhanced profile; elsewhere SQLite's busy handler does the waiting inside
+// the BEGIN. The transaction lives as long as ctx.
 func (db *DB) beginWrite(ctx context.Context, deadline time.Time) (*sql.Tx, error) {
-	for {
+	for count := 0; ; count++ {
 		tx, err := db.writeDB.BeginTx(ctx, nil)
-		if err == nil || !db.spec.pollBusy || !isBusy(err) || time.Now().After(deadline) {
+		if err == nil || !isBusy(err) || !db.retryBusy(count, deadline) {
 			return tx, err
 		}
 		db.busyRetries.Add(1)
-		if err := sleepCtx(ctx, busyPollInterval); err != nil {
+		if err := sleepCtx(ctx, db.busyInterval()); err != nil {
 			return nil, err
 		}
 	}

@@ -168,3 +168,67 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("posts %d, want %d + %d created before the disk filled", after.Posts, before.Posts, created)
 	}
 }
+
+// TestProfilePragmas: each profile's connections carry the settings it
+// claims; naive and enhanced the ones Rails's adapter sets.
+func TestProfilePragmas(t *testing.T) {
+	rails := map[string]string{"journal_mode": "wal", "synchronous": "1", "foreign_keys": "1",
+		"journal_size_limit": "67108864", "mmap_size": "134217728", "cache_size": "2000"}
+	for profile, want := range map[sqlite.Profile]map[string]string{
+		sqlite.ProfileNaive:    rails,
+		sqlite.ProfileEnhanced: rails,
+		sqlite.ProfileSplit:    {"synchronous": "1"},
+		sqlite.ProfileDurable:  {"synchronous": "2", "journal_mode": "wal", "mmap_size": "0"},
+	} {
+		t.Run(string(profile), func(t *testing.T) {
+			db := MustOpenDB(t, profile)
+			for name, v := range want {
+				for _, got := range db.ReadPragmaOnEveryConn(t, name) {
+					if got != v {
+						t.Errorf("PRAGMA %s = %s, want %s", name, got, v)
+					}
+				}
+			}
+		})
+	}
+	t.Run("naive's pool is Rails's default of 5", func(t *testing.T) {
+		if n := len(MustOpenDB(t, sqlite.ProfileNaive).ReadPragmaOnEveryConn(t, "foreign_keys")); n != 5 {
+			t.Fatalf("%d connections, want 5", n)
+		}
+	})
+}
+
+// TestEnhancedWaitsForTheLock: a writer of the enhanced profile that finds
+// SQLite's write lock held by another connection retries (the gem's busy
+// handler, run from Go) and commits once the lock is free.
+func TestEnhancedWaitsForTheLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "e.sqlite3")
+	holder := MustOpenDSN(t, path, sqlite.ProfileEnhanced)
+	waiter := MustOpenDSN(t, path, sqlite.ProfileEnhanced)
+	release := holder.HoldWriterTurn(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.CreateUser(context.Background(), "patient", "x")
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for waiter.Stats().BusyRetries == 0 {
+		if time.Now().After(deadline) {
+			release()
+			t.Fatal("the waiting writer never met the held lock in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("write after the lock was released: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting writer did not commit within 10 s of the release")
+	}
+	if _, err := holder.FindUserByScreenName(context.Background(), "patient"); err != nil {
+		t.Fatal(err)
+	}
+}
