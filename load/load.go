@@ -44,7 +44,8 @@ type Config struct {
 	// total, each latency measured from its scheduled start time.
 	Rate float64
 
-	DisableRedirects  bool          // report 3xx instead of following them
+	DisableRedirects  bool          // report 3xx instead of following them (then a 3xx is a success)
+	MaxRedirects      int           // redirects followed per request; 0 means 10, as net/http
 	DisableKeepAlives bool          // a new connection for every request
 	Timeout           time.Duration // per request, redirects included; default 20 s
 
@@ -58,7 +59,7 @@ type Config struct {
 type Progress struct {
 	Elapsed  time.Duration
 	Requests int64   // finished so far
-	Failures int64   // errors and non-2xx responses so far
+	Failures int64   // finished without success so far (errors and error statuses)
 	RPS      float64 // finished per second over the last interval
 }
 
@@ -73,8 +74,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("load: URL %q must be http:// or https:// with a host", c.URL)
 	case c.Concurrency < 1:
 		return fmt.Errorf("load: concurrency must be at least 1, not %d", c.Concurrency)
-	case c.Requests < 0 || c.Duration < 0 || c.Rate < 0 || c.Timeout < 0:
-		return errors.New("load: requests, duration, rate and timeout must not be negative")
+	case c.Requests < 0 || c.Duration < 0 || c.Rate < 0 || c.Timeout < 0 || c.MaxRedirects < 0:
+		return errors.New("load: requests, duration, rate, timeout and redirects must not be negative")
 	case c.Requests == 0 && c.Duration == 0:
 		return errors.New("load: give a number of requests or a duration")
 	case c.Requests > 0 && c.Rate == 0 && c.Requests < c.Concurrency:
@@ -111,9 +112,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	client := &http.Client{Transport: transport, Timeout: cfg.Timeout}
 	if cfg.DisableRedirects {
 		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	} else if cfg.MaxRedirects > 0 {
+		client.CheckRedirect = func(_ *http.Request, via []*http.Request) error {
+			if len(via) > cfg.MaxRedirects {
+				return fmt.Errorf("stopped after %d redirects", cfg.MaxRedirects)
+			}
+			return nil
+		}
 	}
 
-	r := &runner{cfg: cfg, client: client, rec: newRecorder()}
+	r := &runner{cfg: cfg, client: client, rec: newRecorder(time.Now())}
 	return r.run(ctx)
 }
 
@@ -126,7 +134,7 @@ type runner struct {
 }
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
-	start := time.Now()
+	start := r.rec.start
 	var timers sync.WaitGroup
 	done := make(chan struct{})
 	if r.cfg.Duration > 0 {
@@ -213,6 +221,7 @@ func (r *runner) openLoopWorker(ctx context.Context, due <-chan time.Time) {
 		if ctx.Err() != nil {
 			continue // drain
 		}
+		r.rec.recordSend(at, time.Now())
 		r.send(ctx, at)
 	}
 }
@@ -244,7 +253,14 @@ func (r *runner) send(ctx context.Context, since time.Time) {
 		r.rec.recordError(classify(err))
 		return
 	}
-	r.rec.recordResponse(resp.StatusCode, n, time.Since(since))
+	r.rec.recordResponse(resp.StatusCode, isSuccess(resp.StatusCode, r.cfg.DisableRedirects), n, time.Since(since))
+}
+
+// isSuccess reports whether a final status counts as a success: 2xx, or
+// 3xx when redirects are not followed (then the redirect is the answer
+// asked for).
+func isSuccess(status int, redirectsOff bool) bool {
+	return status >= 200 && status <= 299 || redirectsOff && status >= 300 && status <= 399
 }
 
 func (r *runner) reportProgress(start time.Time, done <-chan struct{}) {

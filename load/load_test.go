@@ -84,6 +84,96 @@ func TestRedirects(t *testing.T) {
 			t.Fatalf("errors %v", res.Errors)
 		}
 	})
+	t.Run("Limited", func(t *testing.T) {
+		var loops atomic.Int64
+		mux := http.NewServeMux()
+		mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) {
+			loops.Add(1)
+			http.Redirect(w, r, "/loop", http.StatusFound)
+		})
+		srv := httptest.NewServer(mux)
+		defer srv.Close()
+		res := mustRun(t, Config{URL: srv.URL + "/loop", Concurrency: 1, Requests: 2, MaxRedirects: 3})
+		// Each request: the first answer and three redirects followed.
+		if res.Errors["too many redirects"] != 2 || loops.Load() != 8 {
+			t.Fatalf("errors %v, %d hits, want 2 × (1 + 3)", res.Errors, loops.Load())
+		}
+	})
+	t.Run("DisabledRedirectIsASuccess", func(t *testing.T) {
+		res := mustRun(t, Config{URL: srv.URL + "/start", Method: "POST", Concurrency: 1, Requests: 5, DisableRedirects: true})
+		if res.Successes() != 5 || res.Failures != 0 || res.Measured() != 5 {
+			t.Fatalf("successes %d, failures %d, measured %d", res.Successes(), res.Failures, res.Measured())
+		}
+	})
+}
+
+// TestFailuresAreNotSuccesses: a server that answers every request with an
+// error status has a success rate of 0 and no latency figures; half
+// answered 503 leaves half the latencies, and the throughput of successes
+// is half the throughput.
+func TestFailuresAreNotSuccesses(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/missing":
+			http.NotFound(w, r)
+		case n.Add(1)%2 == 0:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	res := mustRun(t, Config{URL: srv.URL + "/missing", Concurrency: 2, Requests: 20})
+	if res.Successes() != 0 || res.SuccessRate() != 0 || res.Measured() != 0 || res.Responses() != 20 || res.SuccessesPerSec() != 0 {
+		t.Fatalf("404s: successes %d, rate %v, measured %d, answered %d", res.Successes(), res.SuccessRate(), res.Measured(), res.Responses())
+	}
+	res = mustRun(t, Config{URL: srv.URL + "/half", Concurrency: 1, Requests: 40})
+	if res.Successes() != 20 || res.SuccessRate() != 0.5 || res.Measured() != 20 || res.StatusCodes[503] != 20 {
+		t.Fatalf("half 503: successes %d, rate %v, measured %d, statuses %v", res.Successes(), res.SuccessRate(), res.Measured(), res.StatusCodes)
+	}
+	if got, want := res.SuccessesPerSec(), res.RequestsPerSec()/2; got < want*0.99 || got > want*1.01 {
+		t.Fatalf("successes/s %v, want half of %v", got, res.RequestsPerSec())
+	}
+	var total int64
+	for _, p := range res.Timeline {
+		total += p.Successes + p.Failures
+	}
+	if total != 40 {
+		t.Fatalf("timeline holds %d requests, want 40: %+v", total, res.Timeline)
+	}
+}
+
+// TestOpenLoopReportsItsRate: 2 requests per second for 3 s is six requests
+// sent, and a rate of 2 per second over the window, not over the time to
+// the last answer (2.5 s).
+func TestOpenLoopReportsItsRate(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	res := mustRun(t, Config{URL: srv.URL, Concurrency: 4, Duration: 3 * time.Second, Rate: 2})
+	if res.Sent != 6 || res.Requests != 6 {
+		t.Fatalf("sent %d, finished %d, want 6", res.Sent, res.Requests)
+	}
+	for name, v := range map[string]float64{"send rate": res.SendRate, "req/s": res.RequestsPerSec(), "successes/s": res.SuccessesPerSec()} {
+		if v < 1.6 || v > 2.4 {
+			t.Errorf("%s %.2f, want 2 ± 20 %%", name, v)
+		}
+	}
+}
+
+// TestOpenLoopCountsLateRequests: one worker against a server that takes
+// 50 ms a request cannot start requests due every 10 ms on time; the
+// result says how many were late and by how much.
+func TestOpenLoopCountsLateRequests(t *testing.T) {
+	srv := serialServer(50 * time.Millisecond)
+	defer srv.Close()
+	res := mustRun(t, Config{URL: srv.URL, Concurrency: 1, Requests: 10, Rate: 100})
+	// Request i starts when request i-1 ends, at ≥ 50·i ms, but is due at
+	// 10·i ms: every one but the first is ≥ 40·i ms late.
+	if res.Late < 9 || res.LateMax < 300*time.Millisecond || res.LateMean <= 0 {
+		t.Fatalf("late %d, mean %v, max %v; want 9 late, the last ≥ 360 ms", res.Late, res.LateMean, res.LateMax)
+	}
+	if res.SendRate >= 100 {
+		t.Fatalf("send rate %.1f: the generator could not keep 100/s", res.SendRate)
+	}
 }
 
 func TestErrorsAreClassified(t *testing.T) {
@@ -95,7 +185,7 @@ func TestErrorsAreClassified(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close()
 		res := mustRun(t, Config{URL: "http://" + addr + "/", Concurrency: 2, Requests: 10})
-		if res.Errors["connection refused"] != 10 || res.Failures != 10 || res.Responses() != 0 {
+		if res.Errors["connection refused"] != 10 || res.Failures != 10 || res.Responses() != 0 || res.Successes() != 0 || res.Measured() != 0 {
 			t.Fatalf("errors %v", res.Errors)
 		}
 	})
@@ -132,9 +222,9 @@ func TestErrorsAreClassified(t *testing.T) {
 // TestPercentilesOfKnownDistribution feeds 1…10,000 µs, once each: every
 // percentile p must be p% of 10 ms within the histogram's 0.1% precision.
 func TestPercentilesOfKnownDistribution(t *testing.T) {
-	rec := newRecorder()
+	rec := newRecorder(time.Now())
 	for us := 1; us <= 10000; us++ {
-		rec.recordResponse(200, 1, time.Duration(us)*time.Microsecond)
+		rec.recordResponse(200, true, 1, time.Duration(us)*time.Microsecond)
 	}
 	res := rec.result(Config{Concurrency: 1}, time.Now(), time.Second)
 	for _, p := range []float64{10, 50, 90, 99, 99.9} {

@@ -25,45 +25,101 @@ const (
 	histSigFigs = 3
 )
 
+// lateThreshold is how far behind its schedule an open-loop request may
+// start before it counts as late: the generator could not keep the rate.
+const lateThreshold = time.Millisecond
+
 // recorder collects outcomes from all workers. One mutex is cheaper than it
 // looks at these rates (tens of thousands per second), and a single HDR
 // histogram keeps memory small at any concurrency.
 type recorder struct {
-	mu       sync.Mutex
-	hist     *hdrhistogram.Histogram
-	statuses map[int]int64
-	errors   map[string]int64
-	n        int64 // responses + errors
-	fails    int64 // errors + non-2xx
-	bytes    int64
+	start     time.Time
+	mu        sync.Mutex
+	hist      *hdrhistogram.Histogram // latencies of successful responses
+	statuses  map[int]int64
+	errors    map[string]int64
+	n         int64 // responses + errors
+	responses int64
+	fails     int64 // errors + responses that were not a success
+	bytes     int64
+	timeline  []*second
+
+	// Open loop: requests handed to a worker, how late, and the last.
+	sent      int64
+	late      int64
+	lateMax   time.Duration
+	lateTotal time.Duration
+	lastSend  time.Time
 }
 
-func newRecorder() *recorder {
+// second is one second of a run, by completion time.
+type second struct {
+	successes, failures int64
+	hist                *hdrhistogram.Histogram // successful responses' latencies
+}
+
+func newRecorder(start time.Time) *recorder {
 	return &recorder{
+		start:    start,
 		hist:     hdrhistogram.New(histMin, histMax, histSigFigs),
 		statuses: map[int]int64{},
 		errors:   map[string]int64{},
 	}
 }
 
-func (r *recorder) recordResponse(status int, n int64, latency time.Duration) {
+// at returns the timeline's bucket for now, growing the timeline as needed.
+func (r *recorder) at(now time.Time) *second {
+	i := max(0, int(now.Sub(r.start)/time.Second))
+	for len(r.timeline) <= i {
+		// Two significant digits are plenty for a per-second p99 and keep
+		// each second's histogram small.
+		r.timeline = append(r.timeline, &second{hist: hdrhistogram.New(histMin, histMax, 2)})
+	}
+	return r.timeline[i]
+}
+
+func (r *recorder) recordResponse(status int, success bool, n int64, latency time.Duration) {
 	us := min(max(latency.Microseconds(), histMin), histMax)
+	now := time.Now()
 	r.mu.Lock()
-	r.hist.RecordValue(us)
 	r.statuses[status]++
 	r.n++
-	if status < 200 || status > 299 {
+	r.responses++
+	sec := r.at(now)
+	if success {
+		r.hist.RecordValue(us)
+		sec.hist.RecordValue(us)
+		sec.successes++
+	} else {
 		r.fails++
+		sec.failures++
 	}
 	r.bytes += n
 	r.mu.Unlock()
 }
 
 func (r *recorder) recordError(kind string) {
+	now := time.Now()
 	r.mu.Lock()
 	r.errors[kind]++
 	r.n++
 	r.fails++
+	r.at(now).failures++
+	r.mu.Unlock()
+}
+
+// recordSend notes an open-loop request due at due that a worker starts at now.
+func (r *recorder) recordSend(due, now time.Time) {
+	r.mu.Lock()
+	r.sent++
+	if late := now.Sub(due); late > lateThreshold {
+		r.late++
+		r.lateTotal += late
+		r.lateMax = max(r.lateMax, late)
+	}
+	if now.After(r.lastSend) {
+		r.lastSend = now
+	}
 	r.mu.Unlock()
 }
 
@@ -76,65 +132,145 @@ func (r *recorder) counts() (n, fails int64) {
 func (r *recorder) result(cfg Config, start time.Time, elapsed time.Duration) *Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return &Result{
+	res := &Result{
 		URL:         cfg.URL,
 		Method:      cfg.Method,
 		Concurrency: cfg.Concurrency,
 		Rate:        cfg.Rate,
+		Duration:    cfg.Duration,
+		NoRedirects: cfg.DisableRedirects,
 		Started:     start,
 		Elapsed:     elapsed,
 		Requests:    r.n,
+		Answered:    r.responses,
 		Failures:    r.fails,
 		Bytes:       r.bytes,
 		StatusCodes: r.statuses,
 		Errors:      r.errors,
+		Sent:        r.sent,
+		Late:        r.late,
+		LateMax:     r.lateMax,
 		hist:        r.hist,
 	}
+	if r.late > 0 {
+		res.LateMean = r.lateTotal / time.Duration(r.late)
+	}
+	if cfg.Rate > 0 && r.sent > 0 {
+		// The window the requests were sent over: the -z window, or for -n
+		// the schedule's length; longer if the generator fell behind.
+		window := cfg.Duration
+		if window == 0 {
+			window = time.Duration(float64(r.sent) / cfg.Rate * float64(time.Second))
+		}
+		window = max(window, r.lastSend.Sub(start))
+		res.SendRate = float64(r.sent) / window.Seconds()
+	}
+	for i, sec := range r.timeline {
+		p := TimelinePoint{Second: i, Successes: sec.successes, Failures: sec.failures}
+		if sec.hist.TotalCount() > 0 {
+			p.P50 = usToDuration(sec.hist.ValueAtPercentile(50)).Seconds()
+			p.P99 = usToDuration(sec.hist.ValueAtPercentile(99)).Seconds()
+		}
+		res.Timeline = append(res.Timeline, p)
+	}
+	return res
 }
 
-// Result is what a test measured. Latency statistics cover requests that got
-// a response (of any status); requests that failed without one (refused,
-// reset, timed out) are counted in Errors only, as their "latency" says
-// nothing about the server.
+// Result is what a test measured. A request succeeded if it got a 2xx (or
+// a 3xx with redirects off); latency statistics cover successful responses
+// only, since an error's "latency" (a refused connection, a 503 sent at
+// once) says nothing about how fast the server serves.
 type Result struct {
 	URL         string
 	Method      string
 	Concurrency int
-	Rate        float64 // open loop rate, 0 for the closed loop
+	Rate        float64       // open loop rate, 0 for the closed loop
+	Duration    time.Duration // the -z window, 0 for a request count
+	NoRedirects bool          // 3xx answers were not followed, and counted as successes
 	Started     time.Time
 	Elapsed     time.Duration // from the first request to the last answer
 	Requests    int64         // finished: responses plus errors
-	Failures    int64         // errors plus non-2xx responses
+	Answered    int64         // got an HTTP response, of any status
+	Failures    int64         // errors plus responses that were not a success
 	Bytes       int64         // response body bytes (after redirects)
 	StatusCodes map[int]int64
 	Errors      map[string]int64 // by kind: "timeout", "connection refused", …
 
+	// Open loop only: requests handed to workers, the send rate achieved,
+	// and those that started more than lateThreshold after their time.
+	Sent     int64
+	SendRate float64
+	Late     int64
+	LateMean time.Duration
+	LateMax  time.Duration
+
+	// Timeline is the run second by second, by completion time.
+	Timeline []TimelinePoint
+
 	hist *hdrhistogram.Histogram
 }
 
-// Responses is the number of requests that got a response.
-func (r *Result) Responses() int64 { return r.hist.TotalCount() }
+// TimelinePoint is one second of a run.
+type TimelinePoint struct {
+	Second    int     `json:"second"`
+	Successes int64   `json:"successes"`
+	Failures  int64   `json:"failures"`
+	P50       float64 `json:"p50_seconds"` // of that second's successful responses; 0 if none
+	P99       float64 `json:"p99_seconds"`
+}
 
-// RequestsPerSec is finished requests over elapsed time, as hey reports it.
-func (r *Result) RequestsPerSec() float64 {
-	if r.Elapsed <= 0 {
+// IsSuccess reports whether a response with this status counted as a success.
+func (r *Result) IsSuccess(status int) bool { return isSuccess(status, r.NoRedirects) }
+
+// Responses is the number of requests that got a response, of any status.
+func (r *Result) Responses() int64 { return r.Answered }
+
+// Successes is the number of requests that succeeded.
+func (r *Result) Successes() int64 { return r.Requests - r.Failures }
+
+// SuccessRate is the share (0–1) of finished requests that succeeded.
+func (r *Result) SuccessRate() float64 {
+	if r.Requests == 0 {
 		return 0
 	}
-	return float64(r.Requests) / r.Elapsed.Seconds()
+	return float64(r.Successes()) / float64(r.Requests)
+}
+
+// window is the time rates are computed over: the -z window, or until the
+// last answer if that came later (as hey does); for -n, until the last answer.
+func (r *Result) window() time.Duration { return max(r.Duration, r.Elapsed) }
+
+// RequestsPerSec is finished requests over the window.
+func (r *Result) RequestsPerSec() float64 {
+	if r.window() <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.window().Seconds()
+}
+
+// SuccessesPerSec is successful requests over the window.
+func (r *Result) SuccessesPerSec() float64 {
+	if r.window() <= 0 {
+		return 0
+	}
+	return float64(r.Successes()) / r.window().Seconds()
 }
 
 // Percentile returns the latency at or below which p percent (0–100) of
-// responses fell.
+// successful responses fell.
 func (r *Result) Percentile(p float64) time.Duration {
 	return usToDuration(r.hist.ValueAtPercentile(p))
 }
 
-// Fastest, Slowest and Mean summarise response latency.
+// Fastest, Slowest and Mean summarise successful responses' latency.
 func (r *Result) Fastest() time.Duration { return usToDuration(r.hist.Min()) }
 func (r *Result) Slowest() time.Duration { return usToDuration(r.hist.Max()) }
 func (r *Result) Mean() time.Duration {
 	return time.Duration(r.hist.Mean() * float64(time.Microsecond))
 }
+
+// Measured is the number of latencies the statistics cover.
+func (r *Result) Measured() int64 { return r.hist.TotalCount() }
 
 func usToDuration(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
 
@@ -151,7 +287,7 @@ type Bucket struct {
 // LinearBuckets splits fastest…slowest into n equal buckets, hey's layout;
 // the first bucket holds the fastest response alone, as in hey.
 func (r *Result) LinearBuckets(n int) []Bucket {
-	if r.Responses() == 0 || n < 1 {
+	if r.Measured() == 0 || n < 1 {
 		return nil
 	}
 	lo, hi := r.hist.Min(), r.hist.Max()
@@ -177,7 +313,7 @@ func (r *Result) LinearBuckets(n int) []Bucket {
 // LogBuckets groups latencies into buckets growing by factor (e.g. 1.25)
 // from the fastest response, for charts whose x axis is logarithmic.
 func (r *Result) LogBuckets(factor float64) []Bucket {
-	if r.Responses() == 0 || factor <= 1 {
+	if r.Measured() == 0 || factor <= 1 {
 		return nil
 	}
 	var out []Bucket
@@ -210,8 +346,15 @@ type Summary struct {
 	TotalSeconds    float64           `json:"total_seconds"`
 	Requests        int64             `json:"requests"`
 	Responses       int64             `json:"responses"`
-	Failures        int64             `json:"failures"`
+	Failures        int64             `json:"failures"` // errors and responses that were not a success
+	Successes       int64             `json:"successes"`
+	SuccessRate     float64           `json:"success_rate"`
 	RequestsPerSec  float64           `json:"requests_per_sec"`
+	SuccessesPerSec float64           `json:"successes_per_sec"`
+	SendRate        float64           `json:"send_rate,omitempty"` // open loop: achieved
+	Late            int64             `json:"late_requests,omitempty"`
+	LateMean        float64           `json:"late_mean_seconds,omitempty"`
+	LateMax         float64           `json:"late_max_seconds,omitempty"`
 	BytesTotal      int64             `json:"bytes_total"`
 	BytesPerRequest int64             `json:"bytes_per_request"`
 	Fastest         float64           `json:"fastest_seconds"`
@@ -222,6 +365,7 @@ type Summary struct {
 	LogHistogram    []BucketValue     `json:"log_histogram"`
 	StatusCodes     map[string]int64  `json:"status_codes"`
 	Errors          map[string]int64  `json:"errors"`
+	Timeline        []TimelinePoint   `json:"timeline,omitempty"`
 }
 
 // PercentileValue is one latency percentile.
@@ -242,6 +386,9 @@ func (r *Result) Summary() Summary {
 		URL: r.URL, Method: r.Method, Concurrency: r.Concurrency, Rate: r.Rate, OpenLoop: r.Rate > 0,
 		Started: r.Started, TotalSeconds: r.Elapsed.Seconds(),
 		Requests: r.Requests, Responses: r.Responses(), Failures: r.Failures, RequestsPerSec: r.RequestsPerSec(),
+		Successes: r.Successes(), SuccessRate: r.SuccessRate(), SuccessesPerSec: r.SuccessesPerSec(),
+		SendRate: r.SendRate, Late: r.Late, LateMean: r.LateMean.Seconds(), LateMax: r.LateMax.Seconds(),
+		Timeline:   r.Timeline,
 		BytesTotal: r.Bytes,
 		Fastest:    r.Fastest().Seconds(), Average: r.Mean().Seconds(), Slowest: r.Slowest().Seconds(),
 		StatusCodes: map[string]int64{}, Errors: r.Errors,

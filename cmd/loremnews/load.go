@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,17 +31,28 @@ func (f *headerFlag) Set(v string) error {
 
 func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
-		cfg        load.Config
-		headers    = headerFlag{h: http.Header{}}
-		body       string
-		bodyFile   string
-		asJSON     bool
-		noProgress bool
-		fs         = newFlagSet("load", "loremnews load [flags] URL",
-			"Send HTTP load to URL and report throughput, the latency distribution, status codes and errors,\n"+
-				"like hey or oha. Closed loop by default (-c workers, each sending its next request when the last\n"+
-				"is answered); -q switches to an open loop at a fixed rate, measuring each latency from the\n"+
-				"request's scheduled start so server-side queueing is not hidden. Redirects are followed.", stdout)
+		cfg               load.Config
+		headers           = headerFlag{h: http.Header{}}
+		body              string
+		bodyFile          string
+		contentType       string
+		redirects         int
+		latencyCorrection bool
+		asJSON            bool
+		noProgress        bool
+		noTUI             bool
+		maxErrorRate      float64
+		fs                = newFlagSet("load", "loremnews load [flags] URL",
+			"Send HTTP load to URL and report the success rate, throughput, the latency distribution of successful\n"+
+				"responses, status codes and errors, like hey or oha. Closed loop by default (-c workers, each sending\n"+
+				"its next request when the last is answered); -q switches to an open loop at a fixed rate, measuring\n"+
+				"each latency from the request's scheduled start so server-side queueing is not hidden. A request\n"+
+				"succeeds with a 2xx (or a 3xx with --redirect 0). Exits 1 when no request succeeded, or when the\n"+
+				"error rate is above --max-error-rate.\n\n"+
+				"oha's spellings work for the options both have (-c -n -z -q -m -H -d -D -T -t --redirect\n"+
+				"--disable-keepalive --latency-correction --no-tui --json). Not supported: --http2 and\n"+
+				"--http-version (HTTP/1.1 only), -x/--proxy (no proxy is used), --insecure (no TLS options),\n"+
+				"-A (use -H \"Accept: …\"), -a (use -H \"Authorization: Basic …\"), --burst-delay/--burst-rate (use -q).", stdout)
 	)
 	fs.IntVar(&cfg.Concurrency, "c", 50, "concurrent workers (open loop: most requests in flight)")
 	fs.twin("c", "LOREM_LOAD_CONCURRENCY")
@@ -55,18 +67,39 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Var(&headers, "H", `request header "Name: value" (repeatable)`)
 	fs.StringVar(&body, "d", "", "request body")
 	fs.StringVar(&bodyFile, "D", "", "request body from a file")
+	fs.StringVar(&contentType, "T", "", "Content-Type header of the request")
 	fs.DurationVar(&cfg.Timeout, "t", 20*time.Second, "timeout per request, redirects included")
 	fs.twin("t", "LOREM_LOAD_TIMEOUT")
-	fs.BoolVar(&cfg.DisableRedirects, "disable-redirects", false, "report 3xx responses instead of following them")
+	fs.IntVar(&redirects, "redirect", 10, "redirects followed per request; 0: report the 3xx itself (then it counts as a success)")
+	fs.BoolVar(&cfg.DisableRedirects, "disable-redirects", false, "the same as --redirect 0")
 	fs.BoolVar(&cfg.DisableKeepAlives, "disable-keepalive", false, "open a new connection for every request")
+	fs.BoolVar(&latencyCorrection, "latency-correction", false, "accepted for oha's commands: with -q, latencies always count from each request's scheduled start")
+	fs.Float64Var(&maxErrorRate, "max-error-rate", 1, "exit 1 if more than this share (0–1) of requests failed, e.g. 0.01")
+	fs.twin("max-error-rate", "LOREM_LOAD_MAX_ERROR_RATE")
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	fs.BoolVar(&noProgress, "no-progress", false, "no live progress line (it is shown only on a terminal anyway)")
+	fs.BoolVar(&noProgress, "no-progress", false, "no live progress bar (it is shown only on a terminal anyway)")
+	fs.BoolVar(&noTUI, "no-tui", false, "the same as --no-progress (oha's spelling)")
 	if err := fs.parseArgs(args, 1); err != nil {
 		return err
 	}
+	_ = latencyCorrection // always on: see the flag's help
 	cfg.URL = fs.positional[0]
 	cfg.Header = headers.h
 	cfg.Method = strings.ToUpper(cfg.Method)
+	if contentType != "" {
+		cfg.Header.Set("Content-Type", contentType)
+	}
+	switch {
+	case redirects < 0:
+		return &usageError{msg: fmt.Sprintf("--redirect %d: want 0 or more", redirects), usage: fs.usage}
+	case redirects == 0:
+		cfg.DisableRedirects = true
+	default:
+		cfg.MaxRedirects = redirects
+	}
+	if maxErrorRate < 0 || maxErrorRate > 1 {
+		return &usageError{msg: fmt.Sprintf("--max-error-rate %v: want a share between 0 and 1", maxErrorRate), usage: fs.usage}
+	}
 	if cfg.Requests == 0 && cfg.Duration == 0 {
 		cfg.Requests = 200
 	}
@@ -81,10 +114,8 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		cfg.Body = b
 	}
-	if !noProgress && isTerminal(stderr) {
-		cfg.OnProgress = func(p load.Progress) {
-			fmt.Fprintf(stderr, "\r%6.1fs  %9d requests  %9.0f req/s  %6d failed ", p.Elapsed.Seconds(), p.Requests, p.RPS, p.Failures)
-		}
+	if !noProgress && !noTUI && isTerminal(stderr) {
+		cfg.OnProgress = func(p load.Progress) { fmt.Fprint(stderr, "\r"+progressLine(cfg, p)+"\033[K") }
 	}
 	res, err := load.Run(ctx, cfg)
 	if cfg.OnProgress != nil {
@@ -96,10 +127,71 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res.Summary())
+		if err := enc.Encode(res.Summary()); err != nil {
+			return err
+		}
+	} else {
+		printResult(stdout, res)
 	}
-	printResult(stdout, res)
+	return verdict(res, maxErrorRate)
+}
+
+// verdict is the error the command exits with: none when enough requests
+// succeeded, else one line that says what happened.
+func verdict(r *load.Result, maxErrorRate float64) error {
+	if r.Successes() == 0 {
+		return fmt.Errorf("no request succeeded: %d of %d failed (%s)", r.Failures, r.Requests, failureSummary(r))
+	}
+	if rate := 1 - r.SuccessRate(); rate > maxErrorRate {
+		return fmt.Errorf("error rate %.2f %% (%d of %d) is above --max-error-rate %.2f %% (%s)",
+			100*rate, r.Failures, r.Requests, 100*maxErrorRate, failureSummary(r))
+	}
 	return nil
+}
+
+// failureSummary names the failures: "20× connection refused", "30× 404".
+func failureSummary(r *load.Result) string {
+	var parts []string
+	for _, code := range r.SortedStatusCodes() {
+		if !r.IsSuccess(code) {
+			parts = append(parts, fmt.Sprintf("%d× status %d", r.StatusCodes[code], code))
+		}
+	}
+	kinds := make([]string, 0, len(r.Errors))
+	for k := range r.Errors {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%d× %s", r.Errors[k], k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// progressLine is the live line on a terminal, like oha's: a bar, done of
+// total (requests for -n, time for -z), elapsed and remaining, req/s and errors.
+func progressLine(cfg load.Config, p load.Progress) string {
+	var frac float64
+	var done string
+	var remaining time.Duration
+	switch {
+	case cfg.Requests > 0:
+		frac = float64(p.Requests) / float64(cfg.Requests)
+		done = fmt.Sprintf("%d/%d", p.Requests, cfg.Requests)
+		if p.Requests > 0 {
+			remaining = time.Duration(float64(p.Elapsed) * float64(int64(cfg.Requests)-p.Requests) / float64(p.Requests))
+		}
+	default:
+		frac = p.Elapsed.Seconds() / cfg.Duration.Seconds()
+		done = fmt.Sprintf("%d requests", p.Requests)
+		remaining = cfg.Duration - p.Elapsed
+	}
+	frac = min(max(frac, 0), 1)
+	const width = 30
+	filled := int(frac * width)
+	return fmt.Sprintf("[%s%s] %3.0f%%  %s  %s elapsed, %s left  %.0f req/s  %d errors",
+		strings.Repeat("█", filled), strings.Repeat("░", width-filled), 100*frac, done,
+		p.Elapsed.Round(100*time.Millisecond), max(remaining, 0).Round(100*time.Millisecond), p.RPS, p.Failures)
 }
 
 func isTerminal(w io.Writer) bool {
@@ -111,22 +203,36 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// printResult writes the familiar hey/oha layout.
+// printResult writes the familiar hey/oha layout. Every latency is in the
+// unit that suits its value (µs, ms or s), as oha shows them.
 func printResult(w io.Writer, r *load.Result) {
-	secs := func(d time.Duration) string { return fmt.Sprintf("%.4f secs", d.Seconds()) }
 	fmt.Fprintf(w, "\nSummary:\n")
-	if r.Rate > 0 {
-		fmt.Fprintf(w, "  Open loop at %.0f req/s: latency counts from each request's scheduled start.\n", r.Rate)
+	fmt.Fprintf(w, "  Success rate:\t%.2f%% (%d of %d requests)\n", 100*r.SuccessRate(), r.Successes(), r.Requests)
+	fmt.Fprintf(w, "  Total:\t%s\n", fmtDuration(r.Elapsed))
+	if r.Measured() > 0 {
+		fmt.Fprintf(w, "  Slowest:\t%s\n  Fastest:\t%s\n  Average:\t%s\n", fmtDuration(r.Slowest()), fmtDuration(r.Fastest()), fmtDuration(r.Mean()))
+	} else {
+		fmt.Fprintf(w, "  Latency:\tnone measured: no request succeeded\n")
 	}
-	fmt.Fprintf(w, "  Total:\t%s\n  Slowest:\t%s\n  Fastest:\t%s\n  Average:\t%s\n  Requests/sec:\t%.4f\n",
-		secs(r.Elapsed), secs(r.Slowest()), secs(r.Fastest()), secs(r.Mean()), r.RequestsPerSec())
+	fmt.Fprintf(w, "  Successful/sec:\t%.2f\n  Requests/sec:\t%.2f (every finished request, failures included)\n", r.SuccessesPerSec(), r.RequestsPerSec())
+	if r.Rate > 0 {
+		fmt.Fprintf(w, "\nOpen loop (latency counts from each request's scheduled start):\n")
+		fmt.Fprintf(w, "  Configured rate:\t%s req/s\n", strconv.FormatFloat(r.Rate, 'f', -1, 64))
+		fmt.Fprintf(w, "  Achieved send rate:\t%.2f req/s (%d requests sent)\n", r.SendRate, r.Sent)
+		if r.Late > 0 {
+			fmt.Fprintf(w, "  Late:\t%d requests started more than 1 ms after their time (mean %s, max %s late): the generator could not keep the rate\n",
+				r.Late, fmtDuration(r.LateMean), fmtDuration(r.LateMax))
+		} else {
+			fmt.Fprintf(w, "  Late:\t0 requests\n")
+		}
+	}
 	fmt.Fprintf(w, "\n  Total data:\t%d bytes\n", r.Bytes)
 	if n := r.Responses(); n > 0 {
 		fmt.Fprintf(w, "  Size/request:\t%d bytes\n", r.Bytes/n)
 	}
 
 	if buckets := r.LinearBuckets(10); len(buckets) > 0 {
-		fmt.Fprintf(w, "\nResponse time histogram:\n")
+		fmt.Fprintf(w, "\nResponse time histogram (successful responses):\n")
 		var most int64
 		for _, b := range buckets {
 			most = max(most, b.Count)
@@ -136,11 +242,11 @@ func printResult(w io.Writer, r *load.Result) {
 			if most > 0 {
 				bar = int(b.Count * 40 / most)
 			}
-			fmt.Fprintf(w, "  %.3f [%d]\t|%s\n", b.Upper.Seconds(), b.Count, strings.Repeat("■", bar))
+			fmt.Fprintf(w, "  %10s [%d]\t|%s\n", fmtDuration(b.Upper), b.Count, strings.Repeat("■", bar))
 		}
-		fmt.Fprintf(w, "\nLatency distribution:\n")
+		fmt.Fprintf(w, "\nLatency distribution (successful responses):\n")
 		for _, p := range load.StandardPercentiles {
-			fmt.Fprintf(w, "  %v%% in %.4f secs\n", p, r.Percentile(p).Seconds())
+			fmt.Fprintf(w, "  %v%% in %s\n", p, fmtDuration(r.Percentile(p)))
 		}
 	}
 
@@ -158,5 +264,17 @@ func printResult(w io.Writer, r *load.Result) {
 		for _, k := range kinds {
 			fmt.Fprintf(w, "  [%d]\t%s\n", r.Errors[k], k)
 		}
+	}
+}
+
+// fmtDuration shows d in µs, ms or s, whichever keeps 3–4 significant digits.
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.4f s", d.Seconds())
 	}
 }

@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/loremnews/loremnews/load"
 )
@@ -30,7 +33,7 @@ func TestLoadCommand(t *testing.T) {
 		if err := run(context.Background(), []string{"load", srv.URL, "-c", "3", "-n", "30", "-m", "post", "-H", "X-A: 1"}, &out, io.Discard); err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"Requests/sec:", "Latency distribution:", "99.9% in", "[200]\t30 responses", "Size/request:\t5 bytes"} {
+		for _, want := range []string{"Success rate:\t100.00% (30 of 30 requests)", "Requests/sec:", "Latency distribution", "99.9% in", "[200]\t30 responses", "Size/request:\t5 bytes"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("output lacks %q:\n%s", want, out.String())
 			}
@@ -64,6 +67,127 @@ func TestLoadCommand(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestLoadFailureExitsNonZero: a run in which nothing succeeded, or more
+// failed than --max-error-rate allows, exits 1 with one line naming what
+// failed; its report says so and shows no latency figures.
+func TestLoadFailureExitsNonZero(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/"
+	ln.Close()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/missing":
+			http.NotFound(w, r)
+		case r.URL.Path == "/flaky" && n.Add(1)%4 == 0:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		name     string
+		args     []string
+		exit     int
+		line     string // in the error line
+		inReport string
+	}{
+		{"ClosedPort", []string{closed, "-n", "10", "-c", "2"}, 1, "no request succeeded: 10 of 10 failed (10× connection refused)", "Success rate:\t0.00% (0 of 10 requests)"},
+		{"NotFound", []string{srv.URL + "/missing", "-n", "10", "-c", "2"}, 1, "no request succeeded: 10 of 10 failed (10× status 404)", "none measured"},
+		{"AboveMaxErrorRate", []string{srv.URL + "/flaky", "-n", "40", "-c", "1", "--max-error-rate", "0.1"}, 1, "error rate 25.00 % (10 of 40) is above --max-error-rate 10.00 % (10× status 503)", "Success rate:\t75.00% (30 of 40 requests)"},
+		{"WithinMaxErrorRate", []string{srv.URL + "/flaky", "-n", "40", "-c", "1", "--max-error-rate", "0.3"}, 0, "", "[503]\t10 responses"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out, stderr bytes.Buffer
+			code := exitCode(run(context.Background(), append([]string{"load"}, c.args...), &out, io.Discard), &stderr)
+			if code != c.exit || !strings.Contains(stderr.String(), c.line) {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, stderr.String(), c.exit, c.line)
+			}
+			if !strings.Contains(out.String(), c.inReport) {
+				t.Fatalf("report lacks %q:\n%s", c.inReport, out.String())
+			}
+			if strings.Contains(c.line, "no request succeeded") && strings.Contains(out.String(), "Slowest") {
+				t.Fatalf("latency figures without a success:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// TestLoadAcceptsOhaSpellings: a command line written for oha runs as is.
+func TestLoadAcceptsOhaSpellings(t *testing.T) {
+	var posts atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" && r.Header.Get("Content-Type") == "application/json" {
+			posts.Add(1)
+			http.Redirect(w, r, "/elsewhere", http.StatusSeeOther)
+			return
+		}
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	defer srv.Close()
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"load", "-c", "1", "-n", "5", "-m", "POST", "--latency-correction", "--disable-keepalive",
+		"--redirect", "0", "-T", "application/json", "-d", "{}", "--no-tui", srv.URL}, &out, io.Discard)
+	if err != nil || posts.Load() != 5 || !strings.Contains(out.String(), "[303]\t5 responses") {
+		t.Fatalf("err %v, %d posts:\n%s", err, posts.Load(), out.String())
+	}
+}
+
+// TestOpenLoopReport: -q 2 -z 3s reports the configured rate exactly and
+// the rate achieved over the window.
+func TestOpenLoopReport(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"load", "-q", "0.5", "-z", "4s", "-c", "2", srv.URL, "--json"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var s load.Summary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatal(err)
+	}
+	// Due at 0, 2 s: two requests over a 4 s window.
+	if s.Rate != 0.5 || s.Requests != 2 || s.SendRate < 0.4 || s.SendRate > 0.6 {
+		t.Fatalf("rate %v, requests %d, send rate %v", s.Rate, s.Requests, s.SendRate)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"load", "-q", "0.5", "-n", "1", "-c", "1", srv.URL}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Configured rate:\t0.5 req/s") {
+		t.Fatalf("configured rate not shown exactly:\n%s", out.String())
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	line := progressLine(load.Config{Requests: 1000}, load.Progress{Elapsed: 2 * time.Second, Requests: 250, Failures: 3, RPS: 125})
+	for _, want := range []string{"25%", "250/1000", "2s elapsed, 6s left", "125 req/s", "3 errors"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("-n: %q lacks %q", line, want)
+		}
+	}
+	line = progressLine(load.Config{Duration: 10 * time.Second}, load.Progress{Elapsed: 4 * time.Second, Requests: 800, RPS: 200})
+	for _, want := range []string{"40%", "800 requests", "4s elapsed, 6s left", "200 req/s", "0 errors"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("-z: %q lacks %q", line, want)
+		}
+	}
+}
+
+func TestFmtDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		153 * time.Microsecond:  "153.0 µs",
+		1500 * time.Microsecond: "1.500 ms",
+		2 * time.Second:         "2.0000 s",
+	} {
+		if got := fmtDuration(d); got != want {
+			t.Errorf("fmtDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
 }
 
 func TestFreshReportDir(t *testing.T) {
