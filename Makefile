@@ -57,12 +57,14 @@ lint: test-deps
 test: test-deps lint
 	LOREM_TEST_ARTIFACTS=$(CURDIR)/test-artifacts $(GO) test -race -count=1 -timeout 30m ./...
 
-# The full experiment (about 12 minutes): every profile, plus split on a binary
+# The full experiment (about 16 minutes): every profile, plus split on a binary
 # without the compile-time options, three 10 s runs each at c=20, then a
 # concurrency sweep 1…256, taking turns (--interleave), then balanced and
-# write_heavy at c=256. Reports land in benchmarks/DATE-balanced/ (-2, -3, … if taken).
+# write_heavy at c=256, then the trivial read (point_read) against the ceiling
+# at c=1, 5 and 10. Reports and their SVG charts land in benchmarks/DATE-balanced/
+# (-2, -3, … if taken).
 bench: build build-plain
-	bin/loremnews bench --plain-binary bin/loremnews-plain --sweep --interleave --scenarios balanced@256,write_heavy@256
+	bin/loremnews bench --plain-binary bin/loremnews-plain --sweep --interleave --scenarios balanced@256,write_heavy@256 --point-read 1,5,10
 
 # SQLite's default setup and PostgreSQL (durable commits, and synchronous_commit=off) side by side: balanced at
 # c=20 (three runs) and c=256, write_heavy at c=20 and c=256, and the sweep,

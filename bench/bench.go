@@ -45,12 +45,16 @@ type Config struct {
 	Scenarios     []Scenario    `json:"scenarios"`      // extra single runs per setup, after the main runs
 	SweepDuration time.Duration `json:"sweep_duration"` // of each sweep level
 	Ceiling       bool          `json:"ceiling"`        // first measure POST /benchmarking/ceiling (no database, no template)
-	Interleave    bool          `json:"interleave"`     // all servers up at once; run 1 of every setup, then run 2, …
-	Seed          uint64        `json:"seed"`
-	Users         int           `json:"users"`
-	Posts         int           `json:"posts"`
-	WorkDir       string        `json:"-"` // databases and server logs
-	Log           io.Writer     `json:"-"` // progress lines; nil for none
+	// PointRead, if set, ends the experiment with the trivial read: on one
+	// freshly seeded server of the default setup, POST /benchmarking/ceiling
+	// and then /benchmarking/point_read at each of these concurrencies, -z each.
+	PointRead  []int     `json:"point_read,omitempty"`
+	Interleave bool      `json:"interleave"` // all servers up at once; run 1 of every setup, then run 2, …
+	Seed       uint64    `json:"seed"`
+	Users      int       `json:"users"`
+	Posts      int       `json:"posts"`
+	WorkDir    string    `json:"-"` // databases and server logs
+	Log        io.Writer `json:"-"` // progress lines; nil for none
 }
 
 // Scenario is one extra run: an action at a concurrency, for -z.
@@ -67,6 +71,24 @@ type Run struct {
 	Action      string `json:"action"`
 	Concurrency int    `json:"concurrency"`
 	load.Summary
+}
+
+// OKPerSec is the run's successful requests per second. Results written
+// before successes were counted apart lack the field; for those it is
+// derived from the counts.
+func (r Run) OKPerSec() float64 {
+	if r.SuccessesPerSec > 0 || r.Successes > 0 || r.Requests == 0 {
+		return r.SuccessesPerSec
+	}
+	return r.RequestsPerSec * float64(r.Requests-r.Failures) / float64(r.Requests)
+}
+
+// ErrorRate is the share (0–1) of the run's requests that failed.
+func (r Run) ErrorRate() float64 {
+	if r.Requests == 0 {
+		return 0
+	}
+	return float64(r.Failures) / float64(r.Requests)
 }
 
 // Percentile returns the run's latency at percentile p (as listed in
@@ -118,6 +140,23 @@ type Report struct {
 	// Postgres describes the PostgreSQL server of the Postgres setups:
 	// its version, settings and where it ran.
 	Postgres *PostgresInfo `json:"postgres,omitempty"`
+	// PointRead is the trivial read against the ceiling (Config.PointRead).
+	PointRead *PointReadResult `json:"point_read,omitempty"`
+}
+
+// PointReadResult is the trivial read on one setup, beside the ceiling at
+// the same concurrency.
+type PointReadResult struct {
+	Setup  string           `json:"setup"`
+	Levels []PointReadLevel `json:"levels"`
+	Error  string           `json:"error,omitempty"`
+}
+
+// PointReadLevel is one concurrency of the trivial read.
+type PointReadLevel struct {
+	Concurrency int `json:"concurrency"`
+	Ceiling     Run `json:"ceiling"`
+	Read        Run `json:"read"`
 }
 
 func (c *Config) logf(format string, args ...any) {
@@ -165,6 +204,9 @@ func Execute(ctx context.Context, cfg Config, commandLine string) (*Report, erro
 			}
 			rep.Setups = append(rep.Setups, runSetup(ctx, cfg, s))
 		}
+	}
+	if len(cfg.PointRead) > 0 && ctx.Err() == nil {
+		rep.PointRead = runPointRead(ctx, cfg)
 	}
 	for _, res := range rep.Setups {
 		if res.Error != "" {
@@ -228,7 +270,7 @@ func runInterleaved(ctx context.Context, cfg Config) []*SetupResult {
 				results[i].Error = err.Error()
 				continue
 			}
-			cfg.logf("%s: %s: %.0f req/s, p99 %s, slowest %s, %d non-2xx", cfg.Setups[i].Name, what, r.RequestsPerSec,
+			cfg.logf("%s: %s: %.0f successful req/s, p99 %s, slowest %s, %d failed", cfg.Setups[i].Name, what, r.OKPerSec(),
 				fmtSeconds(r.Percentile(99)), fmtSeconds(r.Slowest), r.Failures)
 			record(results[i], r)
 		}
@@ -276,7 +318,7 @@ func runScenarios(ctx context.Context, cfg Config, s Setup, res *SetupResult) {
 			if err != nil {
 				return err
 			}
-			cfg.logf("%s: %s: %.0f req/s, p99 %s, %d non-2xx", s.Name, sc, r.RequestsPerSec, fmtSeconds(r.Percentile(99)), r.Failures)
+			cfg.logf("%s: %s: %.0f successful req/s, p99 %s, %d failed", s.Name, sc, r.OKPerSec(), fmtSeconds(r.Percentile(99)), r.Failures)
 			res.Scenarios = append(res.Scenarios, r)
 			return nil
 		})
@@ -314,7 +356,7 @@ func runMain(ctx context.Context, cfg Config, s Setup, res *SetupResult) error {
 			if err != nil {
 				return err
 			}
-			cfg.logf("%s: run %d: %.0f req/s, p99 %s, slowest %s, %d non-2xx", s.Name, i+1, r.RequestsPerSec,
+			cfg.logf("%s: run %d: %.0f successful req/s, p99 %s, slowest %s, %d failed", s.Name, i+1, r.OKPerSec(),
 				fmtSeconds(r.Percentile(99)), fmtSeconds(r.Slowest), r.Failures)
 			res.Runs = append(res.Runs, r)
 		}
@@ -328,7 +370,7 @@ func runMain(ctx context.Context, cfg Config, s Setup, res *SetupResult) error {
 			if err != nil {
 				return err
 			}
-			cfg.logf("%s: sweep c=%d: %.0f req/s, p99 %s, %d non-2xx", s.Name, c, r.RequestsPerSec, fmtSeconds(r.Percentile(99)), r.Failures)
+			cfg.logf("%s: sweep c=%d: %.0f successful req/s, p99 %s, %d failed", s.Name, c, r.OKPerSec(), fmtSeconds(r.Percentile(99)), r.Failures)
 			res.Sweep = append(res.Sweep, r)
 		}
 		return nil
@@ -395,8 +437,41 @@ func measureCeiling(ctx context.Context, cfg Config) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.logf("ceiling: %.0f req/s, p99 %s", r.RequestsPerSec, fmtSeconds(r.Percentile(99)))
+	cfg.logf("ceiling: %.0f successful req/s, p99 %s", r.OKPerSec(), fmtSeconds(r.Percentile(99)))
 	return &r, nil
+}
+
+// runPointRead measures the trivial read on the default SQLite setup (split,
+// or the first setup if there is none): at each level, the ceiling and
+// then point_read, on one freshly seeded server.
+func runPointRead(ctx context.Context, cfg Config) *PointReadResult {
+	s := cfg.Setups[0]
+	for _, c := range cfg.Setups {
+		if !c.Postgres && c.Profile == "split" {
+			s = c
+			break
+		}
+	}
+	res := &PointReadResult{Setup: s.Name}
+	err := withFreshServer(ctx, cfg, s, s.Name+"-point_read", func(srv *server) error {
+		for _, c := range cfg.PointRead {
+			ceiling, err := runLoad(ctx, srv.baseURL+"/benchmarking/ceiling", "ceiling", c, cfg.Duration)
+			if err != nil {
+				return err
+			}
+			read, err := runLoad(ctx, srv.baseURL+"/benchmarking/point_read", "point_read", c, cfg.Duration)
+			if err != nil {
+				return err
+			}
+			cfg.logf("%s: point_read c=%d: %.0f successful req/s (ceiling %.0f), p99 %s", s.Name, c, read.OKPerSec(), ceiling.OKPerSec(), fmtSeconds(read.Percentile(99)))
+			res.Levels = append(res.Levels, PointReadLevel{Concurrency: c, Ceiling: ceiling, Read: read})
+		}
+		return nil
+	})
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return res
 }
 
 func (s *server) scrapeCounters() (serverCounters, error) {

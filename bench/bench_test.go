@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -65,27 +66,40 @@ loremnews_postgres_write_retries_total 4
 
 func sampleReport() *Report {
 	run := func(c int, rps float64, fails int64) Run {
+		requests := int64(rps*10) + fails
+		var timeline []load.TimelinePoint
+		for sec := range 11 {
+			timeline = append(timeline, load.TimelinePoint{Second: sec, Successes: int64(rps) - int64(sec*10), Failures: fails / 10, P50: 0.015, P99: 0.05 + float64(sec)/1000})
+		}
 		return Run{Action: "balanced", Concurrency: c, Summary: load.Summary{
-			RequestsPerSec: rps, Average: 0.02, Slowest: 0.09, Failures: fails,
+			Requests: requests, Successes: requests - fails, SuccessesPerSec: rps, RequestsPerSec: rps + float64(fails)/10,
+			Average: 0.02, Slowest: 0.09, Failures: fails,
 			Percentiles:  []load.PercentileValue{{Percentile: 50, Seconds: 0.015}, {Percentile: 90, Seconds: 0.03}, {Percentile: 99, Seconds: 0.05}, {Percentile: 99.9, Seconds: 0.07}},
-			StatusCodes:  map[string]int64{"200": 1000, "503": fails},
+			StatusCodes:  map[string]int64{"200": requests - fails, "503": fails},
 			LogHistogram: []load.BucketValue{{UpperSeconds: 0.01, Count: 300}, {UpperSeconds: 0.02, Count: 600}, {UpperSeconds: 0.09, Count: 100}},
+			Timeline:     timeline,
 		}}
 	}
 	ceiling := run(20, 4000, 0)
 	return &Report{
 		Ceiling: &ceiling,
 		Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), Finished: time.Date(2026, 11, 22, 3, 8, 0, 0, time.UTC),
-		CommandLine: "loremnews bench --sweep",
+		CommandLine: "loremnews bench --sweep --plain-binary /work/checkout/bin/loremnews-plain",
 		Machine:     Machine{Cores: 2, CPU: "Test CPU", Go: "go1.26", SQLite: "3.54.1"},
 		Config: Config{Action: "balanced", Concurrency: 20, Duration: 10 * time.Second, Runs: 2, Sweep: []int{1, 4}, SweepDuration: time.Second, Users: 100, Posts: 1000,
-			Scenarios: []Scenario{{"post_show", 20}}},
+			Scenarios: []Scenario{{"post_show", 20}}, PointRead: []int{1, 5}},
 		Setups: []*SetupResult{
-			{Setup: Setup{Name: "naive", Profile: "naive"}, Runs: []Run{run(20, 1000, 12), run(20, 1200, 8)}, Sweep: []Run{run(1, 300, 0), run(4, 900, 3)},
-				BusyErrors: 20, ServerLog: []string{"level=WARN msg=unavailable"}},
-			{Setup: Setup{Name: "split", Profile: "split"}, Runs: []Run{run(20, 800, 0), run(20, 900, 0)}, Sweep: []Run{run(1, 250, 0), run(4, 700, 0)},
+			{Setup: Setup{Name: "naive", Profile: "naive", Binary: "/home/someone/src/loremnews/bin/loremnews"}, Runs: []Run{run(20, 1000, 12), run(20, 1200, 8)},
+				Sweep:      []Run{run(1, 300, 0), run(4, 900, 3)},
+				BusyErrors: 20, ServerLog: []string{"level=WARN msg=unavailable db=/tmp/loremnews-bench-123/naive.sqlite3 path=/benchmarking/balanced"}},
+			{Setup: Setup{Name: "split", Profile: "split", Binary: "/home/someone/src/loremnews/bin/loremnews"}, Runs: []Run{run(20, 800, 0), run(20, 900, 0)},
+				Sweep:     []Run{run(1, 250, 0), run(4, 700, 0)},
 				WriteWait: WaitStats{Count: 500, P99: 0.04}, Scenarios: []Run{func() Run { r := run(20, 2000, 0); r.Action = "post_show"; return r }()}},
 		},
+		PointRead: &PointReadResult{Setup: "naive", Levels: []PointReadLevel{
+			{Concurrency: 1, Ceiling: run(1, 8000, 0), Read: run(1, 6000, 0)},
+			{Concurrency: 5, Ceiling: run(5, 16000, 0), Read: run(5, 10000, 0)},
+		}},
 	}
 }
 
@@ -96,11 +110,15 @@ func TestReportFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"# Lorem News benchmark: balanced, c=20, 2 × 10s",
-		"| naive | 1 | 1000 | 25.0 % | 20.0 ms | 15.0 ms | 30.0 ms | 50.0 ms | 70.0 ms | 90.0 ms | 12 (503×12) |",
+		"# Lorem News: naive vs split on balanced, c=20, 2 × 10s",
+		"| naive | 1 | 1000 | 25.0 % | 12 (503×12) | 20.0 ms | 15.0 ms | 30.0 ms | 50.0 ms | 70.0 ms | 90.0 ms |",
 		"Ceiling: the same binary's POST /benchmarking/ceiling",
-		"|  | **mean** | **1100** | **27.5 %** |", "**10.0** |", // mean req/s and mean non-2xx
-		"| split | 500 |", "c=4", "| split | post_show | 20 | 2000 | 50.0 % |", "Test CPU", "loremnews bench --sweep", "level=WARN msg=unavailable",
+		"|  | **mean** | **1100** | **27.5 %** | **10** |", // mean successful req/s and mean failed, an integer
+		"| split | 500 |", "c=4", "| split | post_show | 20 | 2000 | 50.0 % | 0 |", "Test CPU", "loremnews bench --sweep --plain-binary loremnews-plain",
+		"level=WARN msg=unavailable db=naive.sqlite3 path=/benchmarking/balanced",
+		"| 1 | 8000 | 6000 | 75.0 % | 0 |", "| 14603 |", "| 5 | 16000 | 10000 | 62.5 % | 0 |", "| 21028 |",
+		"![Successful req/s per setup: balanced at c=20](throughput.svg)", "(latency-split.svg)", "(timeline-throughput.svg)", "(sweep-errors.svg)",
+		"- naive: loremnews serve --profile naive",
 	} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q\n%s", want, md.String())
@@ -111,16 +129,66 @@ func TestReportFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := html.String()
-	if strings.Count(h, "<svg") != 5 || strings.Contains(h, "<?xml") || strings.Contains(h, "<script") || strings.Contains(h, "http://") && !strings.Contains(h, "http://www.w3.org") {
-		t.Errorf("html: %d charts, or external references", strings.Count(h, "<svg"))
+	charts, err := rep.charts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(h, "<svg") != len(charts) || len(charts) < 10 || strings.Contains(h, "<?xml") || strings.Contains(h, "<script") ||
+		strings.Contains(h, "http://") && !strings.Contains(h, "http://www.w3.org") {
+		t.Errorf("html: %d inlined charts of %d, or external references", strings.Count(h, "<svg"), len(charts))
 	}
 	var js bytes.Buffer
 	if err := rep.WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
 	var back Report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Setups) != 2 || back.Setups[0].Runs[1].RequestsPerSec != 1200 {
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Setups) != 2 || back.Setups[0].Runs[1].SuccessesPerSec != 1200 {
 		t.Fatalf("json round trip: %v", err)
+	}
+	for name, out := range map[string]string{"markdown": md.String(), "html": h, "json": js.String()} {
+		for _, machine := range []string{"/home/someone", "/tmp/loremnews-bench", "/work/checkout"} {
+			if strings.Contains(out, machine) {
+				t.Errorf("%s shows the machine path %s", name, machine)
+			}
+		}
+	}
+}
+
+// TestReportChartFiles: every chart report.md embeds is an SVG file written
+// beside it, and none shows a machine path.
+func TestReportChartFiles(t *testing.T) {
+	dir := t.TempDir()
+	if a := os.Getenv("LOREM_TEST_ARTIFACTS"); a != "" {
+		dir = filepath.Join(a, "bench-report")
+		os.MkdirAll(dir, 0o755)
+	}
+	rep := sampleReport()
+	if err := rep.WriteCharts(dir); err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644)
+	embeds := regexp.MustCompile(`!\[[^\]]*\]\(([^)]+)\)`).FindAllStringSubmatch(md.String(), -1)
+	if len(embeds) < 10 {
+		t.Fatalf("%d charts embedded", len(embeds))
+	}
+	for _, e := range embeds {
+		file := e[1]
+		if filepath.IsAbs(file) || strings.Contains(file, "/") || !strings.HasSuffix(file, ".svg") {
+			t.Errorf("embedded %q: want a file name beside the report", file)
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Errorf("embedded %s: %v", file, err)
+			continue
+		}
+		if !bytes.Contains(b, []byte("<svg")) || bytes.Contains(b, []byte("/home/")) || bytes.Contains(b, []byte("/tmp/")) {
+			t.Errorf("%s is not a clean SVG", file)
+		}
 	}
 }
 

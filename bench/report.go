@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -38,14 +40,15 @@ var runColumns = []struct {
 	{"slowest", func(r Run) float64 { return r.Slowest }},
 }
 
-// meanRun averages the runs column by column.
+// meanRun averages the runs column by column: successful req/s, the
+// latency columns, and failed requests.
 func meanRun(runs []Run) (rps float64, lat []float64, nonOK float64) {
 	lat = make([]float64, len(runColumns))
 	if len(runs) == 0 {
 		return 0, lat, 0
 	}
 	for _, r := range runs {
-		rps += r.RequestsPerSec
+		rps += r.OKPerSec()
 		nonOK += float64(r.Failures)
 		for i, c := range runColumns {
 			lat[i] += c.value(r)
@@ -71,10 +74,14 @@ type tableRow struct {
 	Bold  bool // a summary row
 }
 
-// Title names the experiment in one line.
+// Title says in one line what the report compares, and under which load.
 func (r *Report) Title() string {
 	c := r.Config
-	return fmt.Sprintf("Lorem News benchmark: %s, c=%d, %d × %s", c.Action, c.Concurrency, c.Runs, c.Duration)
+	names := make([]string, 0, len(r.Setups))
+	for _, s := range r.Setups {
+		names = append(names, s.Setup.Name)
+	}
+	return fmt.Sprintf("Lorem News: %s on %s, c=%d, %d × %s", strings.Join(names, " vs "), c.Action, c.Concurrency, c.Runs, c.Duration)
 }
 
 // intro is the report's opening paragraphs (plain text, no markup).
@@ -86,16 +93,17 @@ func (r *Report) intro() []string {
 			m.Cores, m.CPU, m.MemoryGiB, m.OS, m.Kernel, m.Go, m.SQLite),
 		fmt.Sprintf("Method (the original talk's): for each setup a freshly seeded database (%d users, %d posts, seed %d) and its own server process, then %d runs of POST /benchmarking/%s with %d concurrent connections for %s each, without reseeding in between. Redirects are followed, so a write costs a POST and a GET, as with hey and oha.",
 			c.Users, c.Posts, c.Seed, c.Runs, c.Action, c.Concurrency, c.Duration),
+		"Throughput counts successful requests only (a 2xx at the end of the redirects); failed requests (error statuses such as 503, and connection errors) are counted apart, and latencies are those of successful requests.",
 		order(c),
 	}
 }
 
 func (r *Report) tables() (out []table) {
 	c := r.Config
-	results := table{Title: "Results", Head: []string{"setup", "run", "req/s", "% of ceiling", "avg", "p50", "p90", "p99", "p99.9", "slowest", "non-2xx"}}
+	results := table{Title: "Results", Head: []string{"setup", "run", "successful req/s", "% of ceiling", "failed", "avg", "p50", "p90", "p99", "p99.9", "slowest"}}
 	if r.Ceiling != nil {
 		results.Note = fmt.Sprintf("Ceiling: the same binary's POST /benchmarking/ceiling (no database, no template), same generator and concurrency, in this run: %.0f req/s, p50 %s, p99 %s.",
-			r.Ceiling.RequestsPerSec, fmtSeconds(r.Ceiling.Percentile(50)), fmtSeconds(r.Ceiling.Percentile(99)))
+			r.Ceiling.OKPerSec(), fmtSeconds(r.Ceiling.Percentile(50)), fmtSeconds(r.Ceiling.Percentile(99)))
 	}
 	for _, s := range r.Setups {
 		if s.Error != "" && len(s.Runs) == 0 {
@@ -107,18 +115,18 @@ func (r *Report) tables() (out []table) {
 			if i == 0 {
 				name = s.Setup.Name
 			}
-			cells := []string{name, fmt.Sprint(i + 1), fmt.Sprintf("%.0f", run.RequestsPerSec), r.ofCeiling(run.RequestsPerSec)}
+			cells := []string{name, fmt.Sprint(i + 1), fmt.Sprintf("%.0f", run.OKPerSec()), r.ofCeiling(run.OKPerSec()), statusSummary(run)}
 			for _, col := range runColumns {
 				cells = append(cells, fmtSeconds(col.value(run)))
 			}
-			results.Rows = append(results.Rows, tableRow{Cells: append(cells, statusSummary(run))})
+			results.Rows = append(results.Rows, tableRow{Cells: cells})
 		}
 		rps, lat, nonOK := meanRun(s.Runs)
-		cells := []string{"", "mean", fmt.Sprintf("%.0f", rps), r.ofCeiling(rps)}
+		cells := []string{"", "mean", fmt.Sprintf("%.0f", rps), r.ofCeiling(rps), fmt.Sprintf("%.0f", nonOK)}
 		for _, v := range lat {
 			cells = append(cells, fmtSeconds(v))
 		}
-		results.Rows = append(results.Rows, tableRow{Cells: append(cells, fmt.Sprintf("%.1f", nonOK)), Bold: true})
+		results.Rows = append(results.Rows, tableRow{Cells: cells, Bold: true})
 	}
 
 	waits := table{
@@ -141,19 +149,22 @@ func (r *Report) tables() (out []table) {
 	if len(c.Scenarios) > 0 {
 		sc := table{Title: "Scenarios", Note: fmt.Sprintf("One run of %s each, each on a freshly seeded database and server. post_destroy and comment_destroy stop after "+
 			"deleting half the seeded posts (or comments), so the table never runs out.", c.Duration),
-			Head: []string{"setup", "action", "c", "req/s", "% of ceiling", "p50", "p99", "p99.9", "slowest", "non-2xx"}}
+			Head: []string{"setup", "action", "c", "successful req/s", "% of ceiling", "failed", "p50", "p99", "p99.9", "slowest"}}
 		for _, s := range r.Setups {
 			for i, run := range s.Scenarios {
 				name := ""
 				if i == 0 {
 					name = s.Setup.Name
 				}
-				sc.Rows = append(sc.Rows, tableRow{Cells: []string{name, run.Action, fmt.Sprint(run.Concurrency), fmt.Sprintf("%.0f", run.RequestsPerSec),
-					r.ofCeiling(run.RequestsPerSec), fmtSeconds(run.Percentile(50)), fmtSeconds(run.Percentile(99)), fmtSeconds(run.Percentile(99.9)),
-					fmtSeconds(run.Slowest), statusSummary(run)}})
+				sc.Rows = append(sc.Rows, tableRow{Cells: []string{name, run.Action, fmt.Sprint(run.Concurrency), fmt.Sprintf("%.0f", run.OKPerSec()),
+					r.ofCeiling(run.OKPerSec()), statusSummary(run), fmtSeconds(run.Percentile(50)), fmtSeconds(run.Percentile(99)), fmtSeconds(run.Percentile(99.9)),
+					fmtSeconds(run.Slowest)}})
 			}
 		}
 		out = append(out, sc)
+	}
+	if pr := r.PointRead; pr != nil {
+		out = append(out, r.pointReadTable(pr))
 	}
 	if pg := r.Postgres; pg != nil {
 		t := table{Title: "PostgreSQL server", Note: "The postgres setup ran on " + pg.Where + ".", Head: []string{"setting", "value"}}
@@ -174,9 +185,9 @@ func (r *Report) tables() (out []table) {
 		title string
 		cell  func(Run) string
 	}{
-		{"Concurrency sweep: requests/sec", func(r Run) string { return fmt.Sprintf("%.0f", r.RequestsPerSec) }},
-		{"Concurrency sweep: p99 latency", func(r Run) string { return fmtSeconds(r.Percentile(99)) }},
-		{"Concurrency sweep: non-2xx responses and errors", func(r Run) string { return fmt.Sprint(r.Failures) }},
+		{"Concurrency sweep: successful requests/sec", func(r Run) string { return fmt.Sprintf("%.0f", r.OKPerSec()) }},
+		{"Concurrency sweep: p99 latency of successful requests", func(r Run) string { return fmtSeconds(r.Percentile(99)) }},
+		{"Concurrency sweep: failed requests (error statuses and connection errors)", func(r Run) string { return fmt.Sprint(r.Failures) }},
 	} {
 		tb := table{Title: t.title, Head: []string{"setup"},
 			Note: fmt.Sprintf("%s per level, on the same database, after the main runs.", c.SweepDuration)}
@@ -201,20 +212,59 @@ func (r *Report) tables() (out []table) {
 
 // ofCeiling shows rps as a percentage of the ceiling, if measured.
 func (r *Report) ofCeiling(rps float64) string {
-	if r.Ceiling == nil || r.Ceiling.RequestsPerSec == 0 {
+	if r.Ceiling == nil || r.Ceiling.OKPerSec() == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.1f %%", 100*rps/r.Ceiling.RequestsPerSec)
+	return fmt.Sprintf("%.1f %%", 100*rps/r.Ceiling.OKPerSec())
+}
+
+// fieldReport is the published trivial-read benchmark the point_read table
+// stands beside: successful req/s by concurrency.
+var fieldReport = map[int]float64{1: 14602.535, 5: 21027.704, 10: 21186.662}
+
+// pointReadTable shows the trivial read against the ceiling at the same
+// concurrency, beside the field report's figures.
+func (r *Report) pointReadTable(pr *PointReadResult) table {
+	t := table{
+		Title: "The trivial read: point_read against the ceiling",
+		Note: fmt.Sprintf("POST /benchmarking/point_read reads one random user by id and answers \"Hello NAME!\" as text/plain: one indexed read, no write. "+
+			"Measured on one freshly seeded %s server, %s per level, right after the ceiling at the same concurrency. "+
+			"Beside it, a field report that ran the same request shape (a random row by id from 500, text/plain; a single-threaded Crystal server "+
+			"on crystal-sqlite3, measured with plow for 10 s on another machine; Luis Lavena, \"Testing Crystal SQLite3 PRAGMAs usage and some HTTP benchmarks\", "+
+			"2023-02-11, https://luislavena.info/til/testing-crystal-sqlite3-pragmas-and-some-http-benchmarks/). Compare the shares, not the absolute numbers.",
+			pr.Setup, r.Config.Duration),
+		Head: []string{"c", "ceiling req/s", "point_read successful req/s", "% of ceiling", "failed", "p50", "p99", "field report req/s"},
+	}
+	if pr.Error != "" {
+		t.Note += " Error: " + pr.Error
+	}
+	for _, l := range pr.Levels {
+		pct := "–"
+		if c := l.Ceiling.OKPerSec(); c > 0 {
+			pct = fmt.Sprintf("%.1f %%", 100*l.Read.OKPerSec()/c)
+		}
+		field := "–"
+		if v, ok := fieldReport[l.Concurrency]; ok {
+			field = fmt.Sprintf("%.0f", v)
+		}
+		t.Rows = append(t.Rows, tableRow{Cells: []string{fmt.Sprint(l.Concurrency), fmt.Sprintf("%.0f", l.Ceiling.OKPerSec()), fmt.Sprintf("%.0f", l.Read.OKPerSec()),
+			pct, statusSummary(l.Read), fmtSeconds(l.Read.Percentile(50)), fmtSeconds(l.Read.Percentile(99)), field}})
+	}
+	return t
 }
 
 // setupLines describes each setup (plain text).
 func (r *Report) setupLines() []string {
 	var out []string
 	for _, s := range r.Setups {
-		line := fmt.Sprintf("%s: %s serve --profile %s %s; SQLite %s.", s.Setup.Name, s.Setup.Binary, s.Setup.Profile, strings.Join(s.Setup.ServeArgs, " "), s.SQLite)
+		bin := "loremnews"
+		if s.Setup.Binary != "" {
+			bin = filepath.Base(s.Setup.Binary)
+		}
+		line := fmt.Sprintf("%s: %s serve --profile %s %s; SQLite %s.", s.Setup.Name, bin, s.Setup.Profile, strings.Join(s.Setup.ServeArgs, " "), s.SQLite)
 		if s.Setup.Postgres {
 			line = fmt.Sprintf("%s: %s serve --db postgres://… %s (a fresh database on the PostgreSQL server below, seeded by the same binary).",
-				s.Setup.Name, s.Setup.Binary, strings.Join(s.Setup.ServeArgs, " "))
+				s.Setup.Name, bin, strings.Join(s.Setup.ServeArgs, " "))
 		}
 		if s.Setup.Note != "" {
 			line += " " + s.Setup.Note
@@ -222,7 +272,7 @@ func (r *Report) setupLines() []string {
 		if s.Error != "" {
 			line += " Error: " + s.Error
 		}
-		out = append(out, line)
+		out = append(out, scrubPaths(line))
 	}
 	return out
 }
@@ -234,14 +284,19 @@ func order(c Config) string {
 	return "Order: one setup after another (all its runs, then the next setup's); a drift in the machine's speed during the experiment falls on the later setups. Use --interleave to take turns."
 }
 
-// WriteMarkdown writes the report as Markdown.
+// WriteMarkdown writes the report as Markdown. Its charts are the SVG files
+// WriteCharts writes beside it, embedded by name.
 func (r *Report) WriteMarkdown(w io.Writer) error {
+	charts, err := r.charts()
+	if err != nil {
+		return err
+	}
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("# %s\n\n", r.Title())
 	for _, para := range r.intro() {
 		p("%s\n\n", para)
 	}
-	p("Command:\n\n```\n%s\n```\n", r.CommandLine)
+	p("Command:\n\n```\n%s\n```\n", scrubPaths(r.CommandLine))
 	for _, t := range r.tables() {
 		p("\n## %s\n\n", t.Title)
 		if t.Note != "" {
@@ -262,19 +317,37 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			p("| %s |\n", strings.Join(cells, " | "))
 		}
 	}
+	if len(charts) > 0 {
+		p("\n## Charts\n")
+		for _, c := range charts {
+			p("\n### %s\n\n![%s](%s)\n", c.Title, c.Title, c.File)
+			if c.Note != "" {
+				p("\n%s\n", c.Note)
+			}
+		}
+	}
 	p("\n## Setups\n\n")
 	for i, line := range r.setupLines() {
 		p("- %s\n", line)
 		if logs := r.Setups[i].ServerLog; len(logs) > 0 {
 			p("  - last server warnings:\n\n    ```\n")
 			for _, l := range logs {
-				p("    %s\n", truncateLine(l, 240))
+				p("    %s\n", scrubPaths(truncateLine(l, 240)))
 			}
 			p("    ```\n")
 		}
 	}
 	return nil
 }
+
+// absPath matches an absolute file path under one of the usual roots of a
+// machine's files, where a word starts; a URL's path (/benchmarking/…,
+// /posts/12) does not start with one of them.
+var absPath = regexp.MustCompile(`(^|[\s=("'\x60])/(?:tmp|home|work|root|Users|var|opt|usr|private|mnt|srv|run|nix)/(?:[\w.+@-]+/)*([\w.+@-]+)`)
+
+// scrubPaths replaces absolute file paths by their last component: a
+// report shows which binary or file, not where it sat on one machine.
+func scrubPaths(s string) string { return absPath.ReplaceAllString(s, "$1$2") }
 
 // statusSummary shows the non-2xx count with its codes, e.g. "12 (503×12)".
 func statusSummary(r Run) string {
@@ -315,9 +388,12 @@ func ReadReport(path string) (*Report, error) {
 	return &r, nil
 }
 
-// WriteJSON writes the raw results.
+// WriteJSON writes the raw results, absolute paths reduced to file names.
 func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, scrubPaths(string(b))+"\n")
+	return err
 }

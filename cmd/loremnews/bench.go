@@ -15,6 +15,19 @@ import (
 	"github.com/loremnews/loremnews/sqlite"
 )
 
+// talkSteps says which step of the 2024 talk each profile reproduces (its
+// demo app is the public repository fractaledmind/wrocloverb-2024, a
+// branch per step), for the report's list of setups.
+var talkSteps = map[string]string{
+	"naive":     "The talk's step 00 (branch 00-baseline): Rails 7.1+'s defaults.",
+	"enhanced":  "The talk's step 01 (branch 01-add-enhanced-adapter-gem): IMMEDIATE transactions and the gem's 60 µs busy handler.",
+	"immediate": "IMMEDIATE with production pragmas and SQLite's own busy handler: step 01 without the gem's handler.",
+	"fair":      "A writer queue and a constant 1 ms poll for the lock: the fairness the gem's handler aims at, in Go.",
+	"split":     "The talk's step 03 (branch 03-isolate-read-and-write-connections): separate read and write pools; the default.",
+	"batch":     "Not in the talk: split with group commit.",
+	"durable":   "Not in the talk: split with synchronous=FULL, what a power-loss-proof commit costs.",
+}
+
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		cfg         bench.Config
@@ -26,6 +39,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		sweep       bool
 		levels      string
 		scenarios   string
+		pointRead   string
 		quick       bool
 		out         string
 		keepWork    bool
@@ -54,6 +68,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&levels, "sweep-levels", "1,2,4,8,16,32,64,128,256", "concurrency levels of the sweep")
 	fs.DurationVar(&cfg.SweepDuration, "sweep-duration", 5*time.Second, "duration of each sweep level")
 	fs.StringVar(&scenarios, "scenarios", "", "extra runs after the main ones, e.g. balanced@256,post_create@20 (ACTION@CONCURRENCY, -z each); \"actions\" = the seven single actions at -c plus balanced and write_heavy at 256")
+	fs.StringVar(&pointRead, "point-read", "", "at the end, the trivial read on split (or the first setup): the ceiling and then POST /benchmarking/point_read at these concurrencies, -z each, e.g. 1,5,10")
 	fs.BoolVar(&cfg.Interleave, "interleave", false, "start every setup's server at once and take turns run by run, so machine drift falls on all setups alike")
 	fs.BoolVar(&cfg.Ceiling, "ceiling", true, "first measure the ceiling: the same binary's trivial handler, same load")
 	fs.BoolVar(&quick, "quick", false, "a one-minute version: 3 runs of 3 s per setup, no sweep")
@@ -109,7 +124,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if !sqlite.ValidProfile(name) {
 				return &usageError{msg: fmt.Sprintf("unknown setup %q in --setups (want some of %s, postgres)", name, strings.Join(sqlite.ProfileNames(), ", ")), usage: fs.usage}
 			}
-			cfg.Setups = append(cfg.Setups, bench.Setup{Name: name, Binary: binary, Profile: name})
+			cfg.Setups = append(cfg.Setups, bench.Setup{Name: name, Binary: binary, Profile: name, Note: talkSteps[name]})
 		}
 	}
 	if cfg.PostgresURL != "" {
@@ -123,7 +138,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		plainBinary, _ = filepath.Abs(plainBinary)
 		cfg.Setups = append(cfg.Setups, bench.Setup{Name: "split-plain", Binary: plainBinary, Profile: string(sqlite.ProfileSplit),
-			Note: "The split profile on a binary built without SQLite's recommended compile-time options (make build-plain)."})
+			Note: "The split profile on a binary built without SQLite's recommended compile-time options (make build-plain); every other setup has them, the talk's step 02 (branch 02-set-compile-time-flags)."})
 	}
 	if compare != "" {
 		for _, c := range strings.Split(compare, ",") {
@@ -138,7 +153,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			// The first setup again, on the other build.
 			other := cfg.Setups[0]
 			other.Name, other.Binary = name, path
-			other.Note = fmt.Sprintf("Setup %s on another build of loremnews (%s).", cfg.Setups[0].Name, path)
+			other.Note = fmt.Sprintf("Setup %s on another build of loremnews (%s).", cfg.Setups[0].Name, filepath.Base(path))
 			cfg.Setups = append(cfg.Setups, other)
 		}
 	}
@@ -150,6 +165,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			cfg.Sweep = append(cfg.Sweep, n)
 		}
+	}
+	for _, l := range strings.Split(pointRead, ",") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 {
+			return &usageError{msg: fmt.Sprintf("bad --point-read entry %q (want concurrencies, e.g. 1,5,10)", l), usage: fs.usage}
+		}
+		cfg.PointRead = append(cfg.PointRead, n)
 	}
 	if scenarios == "actions" {
 		scenarios = fmt.Sprintf("post_create@%[1]d,comment_create@%[1]d,post_destroy@%[1]d,comment_destroy@%[1]d,post_show@%[1]d,posts_index@%[1]d,user_show@%[1]d,balanced@256,write_heavy@256", cfg.Concurrency)
@@ -191,8 +216,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return writeReports(out, rep, true, stdout)
 }
 
-// writeReports writes report.md and report.html, and results.json if asked.
+// writeReports writes report.md, its SVG charts beside it, report.html, and
+// results.json if asked.
 func writeReports(dir string, rep *bench.Report, withJSON bool, stdout io.Writer) error {
+	if err := rep.WriteCharts(dir); err != nil {
+		return err
+	}
 	files := map[string]func(io.Writer) error{"report.md": rep.WriteMarkdown, "report.html": rep.WriteHTML}
 	if withJSON {
 		files["results.json"] = rep.WriteJSON
