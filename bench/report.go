@@ -132,7 +132,7 @@ func (r *Report) tables() (out []table) {
 	waits := table{
 		Title: "How long writes waited for their turn and SQLite's lock",
 		Note: fmt.Sprintf("From each server's loremnews_write_wait_seconds histogram over the %d main runs: the time from asking to write until BEGIN returned "+
-			"(the writer queue plus SQLite's lock; for naive and immediate this includes SQLite's busy-handler sleeps). "+
+			"(the writer queue plus SQLite's lock; for naive and immediate this includes SQLite's busy-handler sleeps, for enhanced the sleeps of the gem's handler, counted as lock retries). "+
 			"Percentiles are interpolated within buckets about 1.6× wide.", c.Runs),
 		Head: []string{"setup", "writes", "mean", "p50", "p90", "p99", "p99.9", "queue max depth", "SQLITE_BUSY errors", "lock retries"},
 	}
@@ -261,10 +261,11 @@ func (r *Report) setupLines() []string {
 		if s.Setup.Binary != "" {
 			bin = filepath.Base(s.Setup.Binary)
 		}
-		line := fmt.Sprintf("%s: %s serve --profile %s %s; SQLite %s.", s.Setup.Name, bin, s.Setup.Profile, strings.Join(s.Setup.ServeArgs, " "), s.SQLite)
+		args := strings.Join(append([]string{"serve", "--profile", s.Setup.Profile}, s.Setup.ServeArgs...), " ")
+		line := fmt.Sprintf("%s: %s %s; SQLite %s.", s.Setup.Name, bin, args, s.SQLite)
 		if s.Setup.Postgres {
-			line = fmt.Sprintf("%s: %s serve --db postgres://… %s (a fresh database on the PostgreSQL server below, seeded by the same binary).",
-				s.Setup.Name, bin, strings.Join(s.Setup.ServeArgs, " "))
+			args = strings.Join(append([]string{"serve", "--db", "postgres://…"}, s.Setup.ServeArgs...), " ")
+			line = fmt.Sprintf("%s: %s %s (a fresh database on the PostgreSQL server below, seeded by the same binary).", s.Setup.Name, bin, args)
 		}
 		if s.Setup.Note != "" {
 			line += " " + s.Setup.Note
