@@ -91,9 +91,16 @@ func (r Run) ErrorRate() float64 {
 	return float64(r.Failures) / float64(r.Requests)
 }
 
+// measured reports whether the run has latencies to show: some request
+// succeeded (older results files count successes as requests minus failures).
+func (r Run) measured() bool { return r.Successes > 0 || r.Requests > r.Failures }
+
 // Percentile returns the run's latency at percentile p (as listed in
-// load.StandardPercentiles), in seconds.
+// load.StandardPercentiles), in seconds; NaN if no request succeeded.
 func (r Run) Percentile(p float64) float64 {
+	if !r.measured() {
+		return math.NaN()
+	}
 	for _, pv := range r.Percentiles {
 		if pv.Percentile == p {
 			return pv.Seconds

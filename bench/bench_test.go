@@ -299,3 +299,22 @@ func TestReadReport(t *testing.T) {
 		t.Fatal("no error for a missing file")
 	}
 }
+
+// TestRunWithoutSuccessHasNoLatency: a run in which every request failed
+// shows no latency (not 0 µs) and no successful throughput.
+func TestRunWithoutSuccessHasNoLatency(t *testing.T) {
+	run := Run{Summary: load.Summary{Requests: 100, Failures: 100, RequestsPerSec: 5000,
+		Percentiles: []load.PercentileValue{{Percentile: 50, Seconds: 0}}}}
+	if got := fmtSeconds(run.Percentile(50)); got != "–" {
+		t.Errorf("p50 shown as %q", got)
+	}
+	_, lat, failed := meanRun([]Run{run})
+	for i, v := range lat {
+		if got := fmtSeconds(v); got != "–" {
+			t.Errorf("%s shown as %q", runColumns[i].title, got)
+		}
+	}
+	if run.OKPerSec() != 0 || failed != 100 {
+		t.Errorf("successful req/s %v, failed %v", run.OKPerSec(), failed)
+	}
+}

@@ -48,6 +48,7 @@ h1 { font-size: 1.5rem; } h2 { font-size: 1.15rem; margin-top: 2.2rem; border-bo
 .scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: .85rem; margin: .5rem 0 1rem; }
 th, td { padding: .25rem .55rem; border-bottom: 1px solid #e5e5e5; text-align: right; white-space: nowrap; }
+th { white-space: normal; vertical-align: bottom; }
 th:first-child, td:first-child { text-align: left; }
 tr.summary td { font-weight: 700; border-bottom: 2px solid #bbb; }
 .note { color: #555; font-size: .9rem; }

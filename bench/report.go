@@ -22,8 +22,10 @@ func fmtSeconds(s float64) string {
 		return fmt.Sprintf("%.2f s", s)
 	case s >= 0.01:
 		return fmt.Sprintf("%.1f ms", s*1000)
-	default:
+	case s >= 0.001:
 		return fmt.Sprintf("%.2f ms", s*1000)
+	default:
+		return fmt.Sprintf("%.0f µs", s*1e6)
 	}
 }
 
@@ -32,12 +34,20 @@ var runColumns = []struct {
 	title string
 	value func(Run) float64
 }{
-	{"avg", func(r Run) float64 { return r.Average }},
+	{"avg", func(r Run) float64 { return orNaN(r.measured(), r.Average) }},
 	{"p50", func(r Run) float64 { return r.Percentile(50) }},
 	{"p90", func(r Run) float64 { return r.Percentile(90) }},
 	{"p99", func(r Run) float64 { return r.Percentile(99) }},
 	{"p99.9", func(r Run) float64 { return r.Percentile(99.9) }},
-	{"slowest", func(r Run) float64 { return r.Slowest }},
+	{"slowest", func(r Run) float64 { return orNaN(r.measured(), r.Slowest) }},
+}
+
+// orNaN is v if ok, else NaN (shown as "–"): a latency no request had.
+func orNaN(ok bool, v float64) float64 {
+	if !ok {
+		return math.NaN()
+	}
+	return v
 }
 
 // meanRun averages the runs column by column: successful req/s, the
@@ -158,7 +168,7 @@ func (r *Report) tables() (out []table) {
 				}
 				sc.Rows = append(sc.Rows, tableRow{Cells: []string{name, run.Action, fmt.Sprint(run.Concurrency), fmt.Sprintf("%.0f", run.OKPerSec()),
 					r.ofCeiling(run.OKPerSec()), statusSummary(run), fmtSeconds(run.Percentile(50)), fmtSeconds(run.Percentile(99)), fmtSeconds(run.Percentile(99.9)),
-					fmtSeconds(run.Slowest)}})
+					fmtSeconds(orNaN(run.measured(), run.Slowest))}})
 			}
 		}
 		out = append(out, sc)

@@ -357,6 +357,7 @@ type Summary struct {
 	LateMax         float64           `json:"late_max_seconds,omitempty"`
 	BytesTotal      int64             `json:"bytes_total"`
 	BytesPerRequest int64             `json:"bytes_per_request"`
+	LatencyCount    int64             `json:"latency_count"` // successful responses, which the latency figures cover
 	Fastest         float64           `json:"fastest_seconds"`
 	Average         float64           `json:"average_seconds"`
 	Slowest         float64           `json:"slowest_seconds"`
@@ -388,9 +389,10 @@ func (r *Result) Summary() Summary {
 		Requests: r.Requests, Responses: r.Responses(), Failures: r.Failures, RequestsPerSec: r.RequestsPerSec(),
 		Successes: r.Successes(), SuccessRate: r.SuccessRate(), SuccessesPerSec: r.SuccessesPerSec(),
 		SendRate: r.SendRate, Late: r.Late, LateMean: r.LateMean.Seconds(), LateMax: r.LateMax.Seconds(),
-		Timeline:   r.Timeline,
-		BytesTotal: r.Bytes,
-		Fastest:    r.Fastest().Seconds(), Average: r.Mean().Seconds(), Slowest: r.Slowest().Seconds(),
+		Timeline:     r.Timeline,
+		LatencyCount: r.Measured(),
+		BytesTotal:   r.Bytes,
+		Fastest:      r.Fastest().Seconds(), Average: r.Mean().Seconds(), Slowest: r.Slowest().Seconds(),
 		StatusCodes: map[string]int64{}, Errors: r.Errors,
 	}
 	if n := r.Responses(); n > 0 {
