@@ -112,10 +112,11 @@ func (r *Report) charts() ([]chart, error) {
 	return append(out, per...), nil
 }
 
-// mainRunsChart draws one value of the main runs per setup: the mean as a
-// point, the spread of the runs as a min–max bar. With onlyIfAny, a chart
-// whose values are all zero is left out.
-func (r *Report) mainRunsChart(file, title, ylabel string, value func(Run) float64, onlyIfAny bool) (chart, error) {
+// mainRunsChart draws one value of the main runs per setup, a row each
+// (names read across, however many setups): the mean as a point, the
+// spread of the runs as a min–max bar. With onlyIfAny, a chart whose
+// values are all zero is left out.
+func (r *Report) mainRunsChart(file, title, xlabel string, value func(Run) float64, onlyIfAny bool) (chart, error) {
 	var names []string
 	var pts spreadPoints
 	any := false
@@ -129,52 +130,71 @@ func (r *Report) mainRunsChart(file, title, ylabel string, value func(Run) float
 			lo, hi, sum = math.Min(lo, v), math.Max(hi, v), sum+v
 		}
 		any = any || hi > 0
-		pts = append(pts, spreadPoint{x: float64(len(names)), y: sum / float64(len(s.Runs)), lo: lo, hi: hi})
+		pts = append(pts, spreadPoint{mean: sum / float64(len(s.Runs)), row: float64(len(names)), lo: lo, hi: hi})
 		names = append(names, s.Setup.Name)
 	}
 	if len(pts) == 0 || onlyIfAny && !any {
 		return chart{}, nil
 	}
-	p := newPlot(title, "", ylabel)
+	// The first setup on top.
+	for i := range pts {
+		pts[i].row = float64(len(pts)-1) - pts[i].row
+	}
+	reversed := make([]string, len(names))
+	for i, n := range names {
+		reversed[len(names)-1-i] = n
+	}
+	p := newPlot(title, xlabel, "")
 	sc, err := plotter.NewScatter(pts)
 	if err != nil {
 		return chart{}, err
 	}
 	sc.GlyphStyle.Shape = draw.CircleGlyph{}
 	sc.GlyphStyle.Radius = vg.Points(3.5)
-	bars, err := plotter.NewYErrorBars(pts)
-	if err != nil {
-		return chart{}, err
-	}
-	bars.CapWidth = vg.Points(8)
-	p.Add(sc, bars)
-	p.NominalX(names...)
-	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
+	p.Add(sc)
 	p.Legend.Add("mean", sc)
-	p.Legend.Add(fmt.Sprintf("min–max of %d runs", r.Config.Runs), barThumbnail(bars.LineStyle))
-	fromZero(p)
-	p.Y.Tick.Marker = fixedTicks{}
-	svg, err := render(p, smallHeight)
+	if r.Config.Runs > 1 {
+		bars, err := plotter.NewXErrorBars(pts)
+		if err != nil {
+			return chart{}, err
+		}
+		bars.CapWidth = vg.Points(8)
+		p.Add(bars)
+		p.Legend.Add(fmt.Sprintf("min–max of %d runs", r.Config.Runs), barThumbnail(bars.LineStyle))
+	}
+	p.NominalY(reversed...)
+	p.Y.Min, p.Y.Max = -0.6, float64(len(names))-0.4
+	p.X.Min = 0
+	if p.X.Max <= 0 {
+		p.X.Max = 1
+	}
+	p.X.Max *= 1.08
+	p.X.Tick.Marker = fixedTicks{}
+	height := max(smallHeight, vg.Length(len(names))*0.32*vg.Inch+0.9*vg.Inch)
+	svg, err := render(p, height)
 	return chart{File: file, Title: title, SVG: svg,
 		Note: fmt.Sprintf("Each point is the mean of a setup's %d main runs of %s; the bar spans the lowest and the highest run.", r.Config.Runs, r.Config.Duration)}, err
 }
 
-// barThumbnail shows an error bar in a legend: a short vertical line.
+// barThumbnail shows an error bar in a legend: a short horizontal line.
 type barThumbnail draw.LineStyle
 
 func (b barThumbnail) Thumbnail(c *draw.Canvas) {
-	x := (c.Min.X + c.Max.X) / 2
-	c.StrokeLine2(draw.LineStyle(b), x, c.Min.Y, x, c.Max.Y)
+	y := (c.Min.Y + c.Max.Y) / 2
+	c.StrokeLine2(draw.LineStyle(b), c.Min.X, y, c.Max.X, y)
 }
 
-// spreadPoint is a mean with the lowest and highest value it averages.
-type spreadPoint struct{ x, y, lo, hi float64 }
+// spreadPoint is a mean, drawn in a row, with the lowest and highest value
+// it averages.
+type spreadPoint struct{ mean, row, lo, hi float64 }
 
 type spreadPoints []spreadPoint
 
-func (s spreadPoints) Len() int                        { return len(s) }
-func (s spreadPoints) XY(i int) (float64, float64)     { return s[i].x, s[i].y }
-func (s spreadPoints) YError(i int) (float64, float64) { return s[i].y - s[i].lo, s[i].hi - s[i].y }
+func (s spreadPoints) Len() int                    { return len(s) }
+func (s spreadPoints) XY(i int) (float64, float64) { return s[i].mean, s[i].row }
+func (s spreadPoints) XError(i int) (float64, float64) {
+	return s[i].mean - s[i].lo, s[i].hi - s[i].mean
+}
 
 // timelinePoint is one second of one run.
 type timelinePoint = load.TimelinePoint
@@ -417,8 +437,9 @@ func render(p *plot.Plot, height vg.Length) ([]byte, error) {
 	if r := legend.Rectangle(dc); r.Max.X > r.Min.X {
 		legendWidth = (r.Max.X-r.Min.X)*1.25 + 0.3*vg.Inch
 	}
-	// A little room above the title and right of the last x label.
-	p.Draw(draw.Crop(dc, 0, -legendWidth-0.1*vg.Inch, 0, -0.05*vg.Inch))
+	// A little room left of the y labels, above the title and right of the
+	// last x label.
+	p.Draw(draw.Crop(dc, 0.12*vg.Inch, -legendWidth-0.1*vg.Inch, 0, -0.05*vg.Inch))
 	if legendWidth > 0 {
 		legend.Top, legend.Left = true, true
 		legend.Draw(draw.Crop(dc, chartWidth-legendWidth+0.15*vg.Inch, 0, 0, -0.45*vg.Inch))
