@@ -37,7 +37,8 @@ type Config struct {
 	// Profile is the connection setup; "" means ProfileSplit.
 	Profile Profile
 	// ReadConns caps the read pool (the shared pool for single-pool
-	// profiles); 0 means max(4, 2×GOMAXPROCS).
+	// profiles, but for naive and enhanced, which keep Rails's 5); 0 means
+	// max(4, 2×GOMAXPROCS).
 	ReadConns int
 	// WriterTimeout bounds how long a write waits for its turn and for
 	// SQLite's write lock; 0 means 5 s, SQLite's customary busy timeout.
