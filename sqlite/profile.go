@@ -15,7 +15,8 @@ const (
 	// ProfileNaive is what Rails 7.1+ gives by default, the talk's baseline
 	// (branch 00-baseline): one pool of 5 connections (database.yml's
 	// default) shared by reads and writes; deferred transactions; a 5 s
-	// busy timeout; and the adapter's pragmas (railsPragmas). Under
+	// busy timeout; prepared statements kept per connection; and the
+	// adapter's pragmas (railsPragmas). Under
 	// concurrent writes it fails for real: a transaction that reads and
 	// then writes cannot upgrade its lock once another writer has committed
 	// (SQLITE_BUSY_SNAPSHOT, returned at once, not after waiting).
@@ -130,8 +131,10 @@ var productionPragmas = []pragma{
 var durablePragmas = mergePragmas(productionPragmas, []pragma{{"synchronous", "FULL"}})
 
 var profiles = map[Profile]profileSpec{
-	ProfileNaive:     {sharedPool: true, sharedPoolMax: railsPoolSize, pragmas: railsPragmas},
-	ProfileEnhanced:  {sharedPool: true, sharedPoolMax: railsPoolSize, immediate: true, gemBusy: true, pragmas: railsPragmas},
+	// Rails keeps each connection's prepared statements too (its adapter's
+	// StatementPool, on by default), so the Rails profiles cache them.
+	ProfileNaive:     {sharedPool: true, sharedPoolMax: railsPoolSize, stmtCache: stmtCacheSize, pragmas: railsPragmas},
+	ProfileEnhanced:  {sharedPool: true, sharedPoolMax: railsPoolSize, immediate: true, gemBusy: true, stmtCache: stmtCacheSize, pragmas: railsPragmas},
 	ProfileImmediate: {sharedPool: true, immediate: true, stmtCache: stmtCacheSize, pragmas: productionPragmas},
 	ProfileFair:      {sharedPool: true, immediate: true, writerQueue: true, pollBusy: true, stmtCache: stmtCacheSize, pragmas: productionPragmas},
 	ProfileSplit:     {immediate: true, writerQueue: true, pollBusy: true, stmtCache: stmtCacheSize, pragmas: productionPragmas},
