@@ -13,7 +13,8 @@ import (
 
 // The benchmarking endpoints of SPEC.md: POST /benchmarking/{action}, no
 // session, no CSRF token, each request first touching a random user's
-// last_seen_at (inside the store call) so that every request writes.
+// last_seen_at (inside the store call) so that every request writes; all
+// but point_read, the read alone.
 
 // benchActions are the seven single actions.
 var benchActions = map[string]func(h *Handler, w http.ResponseWriter, r *http.Request) error{
