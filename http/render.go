@@ -70,6 +70,11 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, dat
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	if _, isForm := data.(*authPage); st.user != nil || isForm {
+		// A signed-in page shows the reader's own data and tokens, and a
+		// form its token: no browser or proxy cache may keep either.
+		w.Header().Set("Cache-Control", "no-store")
+	}
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }

@@ -100,7 +100,10 @@ func newTestSite(t testing.TB, opt siteOptions) *testSite {
 		t.Fatal(err)
 	}
 	cfg := opt.handler
-	cfg.Benchmarking, cfg.BcryptCost, cfg.MaxBodyBytes = opt.benchmarking, 4, 64<<10
+	cfg.Benchmarking, cfg.BcryptCost = opt.benchmarking, 4
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 64 << 10
+	}
 	h, err := lnhttp.NewHandler(db, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +119,9 @@ type browser struct {
 	t      testing.TB
 	site   *testSite
 	client *http.Client
+	// forwardedFor, if set, is sent as X-Forwarded-For: the client
+	// address a trusted proxy would report.
+	forwardedFor string
 }
 
 func (s *testSite) browser() *browser {
@@ -136,6 +142,9 @@ func (r *response) location() string { return r.header.Get("Location") }
 
 func (b *browser) do(req *http.Request) *response {
 	b.t.Helper()
+	if b.forwardedFor != "" {
+		req.Header.Set("X-Forwarded-For", b.forwardedFor)
+	}
 	resp, err := b.client.Do(req)
 	if err != nil {
 		b.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
