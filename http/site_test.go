@@ -69,6 +69,8 @@ type siteOptions struct {
 	benchmarking bool
 	users, posts int
 	handler      lnhttp.Config // merged over the defaults below
+	// sessions are loaded with the seed data, times and all.
+	sessions []*loremnews.Session
 }
 
 // newTestSite opens a fresh database, seeds it (bcrypt cost 4: fast) and
@@ -96,6 +98,7 @@ func newTestSite(t testing.TB, opt siteOptions) *testSite {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ds.Sessions = append(ds.Sessions, opt.sessions...)
 	if err := db.LoadDataset(context.Background(), ds); err != nil {
 		t.Fatal(err)
 	}
