@@ -43,7 +43,7 @@ func (h *Handler) routes() {
 		m.Handle("GET /metrics", h.loopbackOnly(h.cfg.Metrics))
 	}
 	if h.cfg.Profiler != nil {
-		m.Handle("/debug/pprof/", h.cfg.Profiler)
+		m.Handle("/debug/pprof/", h.loopbackOnly(h.cfg.Profiler))
 	}
 
 	m.Handle("GET /{$}", h.page(h.index))
