@@ -110,6 +110,13 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	release()
+	if old := state(r).session; old != nil {
+		// Signing in again replaces this browser's session, whoever it was.
+		if err := h.store.DeleteSession(r.Context(), old.ID); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
+			fail(err)
+			return
+		}
+	}
 	if err := h.startSession(w, r, u); err != nil {
 		fail(err)
 		return

@@ -369,9 +369,18 @@ func TestAccount(t *testing.T) {
 		// Refused changes changed nothing: the old password still works.
 		wantRedirect(t, site.browser().post("/signin", url.Values{"screen_name": {"renamed"}, "password": {seed.Password}}), "/")
 
+		oldCookie := me.cookie("lorem_session")
 		wantRedirect(t, me.post(myPath, form(seed.Password)), myPath)
-		wantBody(t, me.get("/"), "Sign out")            // this browser stays signed in
+		wantBody(t, me.get("/"), "Sign out")            // this browser stays signed in…
 		wantBody(t, myOtherBrowser.get("/"), "Sign in") // every other one is signed out
+		// …with a new session: a copy of its old cookie signs no one in.
+		if newCookie := me.cookie("lorem_session"); newCookie == oldCookie || newCookie == "" {
+			t.Fatal("the session was not renewed at the password change")
+		}
+		stolen := site.browser()
+		u, _ := url.Parse(site.srv.URL)
+		stolen.client.Jar.SetCookies(u, []*http.Cookie{{Name: "lorem_session", Value: oldCookie}})
+		wantBody(t, stolen.get("/"), "Sign in")
 		r := me.get(myPath)
 		if n := strings.Count(r.body, `action="/sessions/`); n != 0 {
 			t.Fatalf("%d other sessions still listed", n)

@@ -486,3 +486,24 @@ func TestTrustedProxiesFlagFormat(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+// TestSignInAgainReplacesTheSession: signing in on a browser that is
+// already signed in ends its old session, so the old cookie is worthless.
+func TestSignInAgainReplacesTheSession(t *testing.T) {
+	site := newTestSite(t, siteOptions{})
+	b := site.browser()
+	b.signIn(0)
+	first := b.cookie("lorem_session")
+	b.signIn(1)
+	if b.cookie("lorem_session") == first {
+		t.Fatal("the session cookie did not change")
+	}
+	copied := site.browser()
+	u, _ := url.Parse(site.srv.URL)
+	copied.client.Jar.SetCookies(u, []*http.Cookie{{Name: "lorem_session", Value: first}})
+	wantBody(t, copied.get("/"), "Sign in")
+	list, err := site.db.UserSessions(context.Background(), site.ds.Users[0].ID, loremnews.SessionLimits{})
+	if err != nil || len(list) != 0 {
+		t.Fatalf("the first account still has %d sessions (%v)", len(list), err)
+	}
+}

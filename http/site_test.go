@@ -197,6 +197,17 @@ func (b *browser) postRaw(path string, form url.Values) *response {
 	return b.do(req)
 }
 
+// cookie returns the value of the browser's cookie name, or "".
+func (b *browser) cookie(name string) string {
+	u, _ := url.Parse(b.site.srv.URL)
+	for _, c := range b.client.Jar.Cookies(u) {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
+}
+
 // signIn signs in as the seeded user with index i.
 func (b *browser) signIn(i int) {
 	b.t.Helper()

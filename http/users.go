@@ -85,7 +85,8 @@ func (h *Handler) editUser(w http.ResponseWriter, r *http.Request) {
 }
 
 // updateUser saves the profile. A new password needs the current one
-// (current_password), and signs out every other browser of the account.
+// (current_password), signs out every other browser of the account, and
+// gives this one a new session.
 func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 	me, err := self(r)
 	if err != nil {
@@ -105,7 +106,11 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 		_, err = h.store.UpdateUser(r.Context(), me.ID, in.ScreenName, in.About, "")
 	}
 	if err == nil && digest != nil {
-		err = h.store.ChangePassword(r.Context(), me.ID, string(digest), state(r).session.ID)
+		// Every session ends, this browser's too, and this browser gets a
+		// new one: a copy of its old cookie signs no one in either.
+		if err = h.store.ChangePassword(r.Context(), me.ID, string(digest), 0); err == nil {
+			err = h.startSession(w, r, me)
+		}
 	}
 	if loremnews.ErrorCode(err) == loremnews.EINVALID {
 		in.Password = "" // never echo a password back into a page
