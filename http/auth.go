@@ -145,7 +145,7 @@ func (h *Handler) tooMany(w http.ResponseWriter, r *http.Request, wait time.Dura
 // (a new password, deleting the account). Wrong guesses count against the
 // same per-address limits as sign-ins, so a stolen session cannot be used
 // to guess the password.
-func (h *Handler) checkPassword(r *http.Request, u *loremnews.User, password string) error {
+func (h *Handler) checkPassword(w http.ResponseWriter, r *http.Request, u *loremnews.User, password string) error {
 	if password == "" {
 		return loremnews.Errorf(loremnews.EINVALID, "Enter your current password.")
 	}
@@ -155,6 +155,7 @@ func (h *Handler) checkPassword(r *http.Request, u *loremnews.User, password str
 		reservation{h.addrFailures, keyOf("address", addr)},
 	)
 	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 		return loremnews.Errorf(loremnews.ETOOMANY, "Too many wrong passwords. Try again in %d minutes.", int(wait.Minutes())+1)
 	}
 	if len(password) > loremnews.MaxPasswordLen || bcrypt.CompareHashAndPassword([]byte(u.PasswordDigest), []byte(password)) != nil {

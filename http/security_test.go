@@ -507,3 +507,26 @@ func TestSignInAgainReplacesTheSession(t *testing.T) {
 		t.Fatalf("the first account still has %d sessions (%v)", len(list), err)
 	}
 }
+
+// TestCurrentPasswordGuessesAreLimited: a stolen session cannot be used to
+// guess the password through the account forms: wrong current passwords
+// count like failed sign-ins.
+func TestCurrentPasswordGuessesAreLimited(t *testing.T) {
+	site := newTestSite(t, siteOptions{})
+	b := site.browser()
+	b.signIn(0)
+	path := fmt.Sprintf("/users/%d", site.ds.Users[0].ID)
+	for i := range 5 {
+		wantStatus(t, b.post(path+"/delete", url.Values{"current_password": {fmt.Sprint("guess-", i)}}), http.StatusUnprocessableEntity)
+	}
+	r := b.post(path+"/delete", url.Values{"current_password": {seed.Password}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+	r = b.post(path, url.Values{"screen_name": {site.ds.Users[0].ScreenName}, "password": {"a new password"}, "current_password": {seed.Password}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	if _, err := site.db.FindUserByID(context.Background(), site.ds.Users[0].ID); err != nil {
+		t.Fatalf("the account is gone: %v", err)
+	}
+}

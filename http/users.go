@@ -98,7 +98,7 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 	err = in.Validate()
 	var digest []byte
 	if err == nil && in.Password != "" {
-		if err = h.checkPassword(r, me, r.PostForm.Get("current_password")); err == nil {
+		if err = h.checkPassword(w, r, me, r.PostForm.Get("current_password")); err == nil {
 			digest, err = bcrypt.GenerateFromPassword([]byte(in.Password), h.cfg.BcryptCost)
 		}
 	}
@@ -133,7 +133,7 @@ func (h *Handler) deleteUser(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, err)
 		return
 	}
-	if err := h.checkPassword(r, me, r.PostForm.Get("current_password")); loremnews.ErrorCode(err) == loremnews.EINVALID {
+	if err := h.checkPassword(w, r, me, r.PostForm.Get("current_password")); loremnews.ErrorCode(err) == loremnews.EINVALID {
 		h.renderUserPage(w, r, statusFor(loremnews.EINVALID), me.ID, loremnews.ErrorMessage(err))
 		return
 	} else if err != nil {
