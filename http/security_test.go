@@ -530,3 +530,25 @@ func TestCurrentPasswordGuessesAreLimited(t *testing.T) {
 		t.Fatalf("the account is gone: %v", err)
 	}
 }
+
+// TestFormFromEndedSession: a form loaded in a session that has since
+// ended does nothing and leads to the sign-in page with a notice.
+func TestFormFromEndedSession(t *testing.T) {
+	site := newTestSite(t, siteOptions{})
+	b := site.browser()
+	b.signIn(0)
+	token := b.csrf()
+	// The session ends elsewhere (here: every session of the account).
+	if err := site.db.ChangePassword(context.Background(), site.ds.Users[0].ID, site.ds.Users[0].PasswordDigest, 0); err != nil {
+		t.Fatal(err)
+	}
+	r := b.postRaw("/posts", url.Values{"title": {"Written after the session ended"}, "csrf_token": {token}})
+	wantRedirect(t, r, "/signin")
+	wantBody(t, b.get("/signin"), "Your session has ended. Please sign in again.")
+	recent, _ := site.db.RecentPosts(context.Background(), 5)
+	for _, p := range recent {
+		if strings.Contains(p.Title, "session ended") {
+			t.Fatal("a form from an ended session created a post")
+		}
+	}
+}

@@ -36,6 +36,9 @@ type requestState struct {
 	session *loremnews.Session
 	csrf    string // the token this browser's forms must carry
 	flash   string
+	// sessionEnded: the browser sent a session cookie the server no
+	// longer accepts (expired, revoked, signed out elsewhere).
+	sessionEnded bool
 
 	flashCookieName string
 }
@@ -62,6 +65,7 @@ var flashes = map[string]string{
 	"profile-saved":   "Your profile was saved.",
 	"session-revoked": "That browser was signed out.",
 	"account-deleted": "Your account was deleted.",
+	"session-ended":   "Your session has ended. Please sign in again.",
 }
 
 func (st *requestState) takeFlash(w http.ResponseWriter) string {
@@ -108,6 +112,7 @@ func (h *Handler) withSession(next http.Handler) http.Handler {
 				}
 			case loremnews.ENOTFOUND: // revoked, expired, or signed out elsewhere
 				h.clearCookie(w, sessionCookie)
+				st.sessionEnded = true
 			default:
 				h.renderError(w, r, err)
 				return
@@ -169,6 +174,13 @@ func (h *Handler) form(next http.HandlerFunc) http.Handler {
 			return
 		}
 		sent := r.PostForm.Get(csrfField)
+		if st := state(r); st.sessionEnded && sent != "" {
+			// The form was loaded in a session that has since ended: its
+			// token is void, and nothing is done. Say what happened.
+			h.setFlash(w, "session-ended")
+			http.Redirect(w, r, "/signin", http.StatusSeeOther)
+			return
+		}
 		if sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(state(r).csrf)) != 1 {
 			h.renderError(w, r, forbidden("The form's security token is missing or out of date. Go back, reload the page and try again."))
 			return
