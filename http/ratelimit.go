@@ -55,8 +55,8 @@ type attemptEntry struct {
 	since time.Time
 }
 
-// defaultMaxKeys bounds each limiter to a few megabytes (a key costs
-// about 200 bytes with its map slot and list element).
+// defaultMaxKeys bounds each limiter to under 10 MB (a key costs under
+// 200 bytes with its map slot and list element).
 const defaultMaxKeys = 50_000
 
 func newAttemptLimiter(limit int, window time.Duration) *attemptLimiter {
