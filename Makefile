@@ -26,7 +26,7 @@ GO ?= go
 DB ?= storage/loremnews.sqlite3
 ADDR ?= 127.0.0.1:3000
 
-.PHONY: build build-plain generate run test test-deps lint bench bench-postgres bench-quick clean
+.PHONY: build build-plain generate run test test-deps lint vulncheck bench bench-postgres bench-quick clean
 
 build:
 	$(GO) build -o bin/loremnews ./cmd/loremnews
@@ -56,6 +56,22 @@ lint: test-deps
 # in test-artifacts/.
 test: test-deps lint
 	LOREM_TEST_ARTIFACTS=$(CURDIR)/test-artifacts $(GO) test -race -count=1 -timeout 30m ./...
+
+# Known vulnerabilities in the code and the dependencies it calls, by
+# govulncheck (pinned). It downloads the Go vulnerability database each run,
+# so it needs the internet (or VULNDB=URL of a mirror); when the database
+# cannot be reached it says so and fails, having checked nothing.
+GOVULNCHECK_VERSION := v1.9.0
+VULNDB ?=
+vulncheck:
+	@out=$$($(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) $(if $(VULNDB),-db $(VULNDB)) ./... 2>&1); rc=$$?; \
+	echo "$$out"; \
+	if [ $$rc -ne 0 ] && echo "$$out" | grep -q "fetching vulnerabilities"; then \
+		echo "make vulncheck: the Go vulnerability database cannot be reached from this machine, so NOTHING WAS CHECKED."; \
+		echo "  Run it where the internet is reachable, or give a mirror: make vulncheck VULNDB=https://… or VULNDB=file:///path"; \
+	elif [ $$rc -ne 0 ] && ! echo "$$out" | grep -q "^Vulnerability #"; then \
+		echo "make vulncheck: govulncheck $(GOVULNCHECK_VERSION) did not run (see above); nothing was checked."; \
+	fi; exit $$rc
 
 # The full experiment (about 16 minutes): every profile, plus split on a binary
 # without the compile-time options, three 10 s runs each at c=20, then a

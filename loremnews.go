@@ -208,6 +208,9 @@ func validText(field, s string, minLen, maxLen int) error {
 	if hasControl(s, field == "Comment") {
 		return Errorf(EINVALID, "%s contains control characters.", field)
 	}
+	if field != "Comment" && hasInvisible(s) {
+		return Errorf(EINVALID, "%s contains invisible or text-direction characters.", field)
+	}
 	n := utf8.RuneCountInString(s)
 	switch {
 	case n == 0:
@@ -244,6 +247,10 @@ type UserStore interface {
 	// UpdateUser changes screen name and about, and the password digest when
 	// passwordDigest is not empty.
 	UpdateUser(ctx context.Context, id int64, screenName, about, passwordDigest string) (*User, error)
+	// ChangePassword sets a new password digest and deletes every session
+	// of the user but keepSessionID (0 keeps none), in one transaction:
+	// a changed password signs out every other browser.
+	ChangePassword(ctx context.Context, id int64, passwordDigest string, keepSessionID int64) error
 	// DeleteUser removes the user with their sessions, posts and comments,
 	// fixing the comment counters of other users' posts in the same transaction.
 	DeleteUser(ctx context.Context, id int64) error
@@ -276,15 +283,28 @@ type CommentStore interface {
 	DeleteComment(ctx context.Context, id int64) error
 }
 
+// SessionLimits bound how long the server accepts a session, whatever the
+// browser's cookie says: Idle since its last recorded activity, Lifetime
+// since sign-in. Zero means no limit.
+type SessionLimits struct {
+	Idle     time.Duration
+	Lifetime time.Duration
+}
+
 // SessionStore keeps one row per signed-in browser.
 type SessionStore interface {
 	CreateSession(ctx context.Context, s *Session) error
-	// FindSessionByTokenDigest returns the session and its user.
-	FindSessionByTokenDigest(ctx context.Context, digest []byte) (*Session, *User, error)
+	// FindSessionByTokenDigest returns the session and its user; a session
+	// past its limits is ENOTFOUND, as if signed out.
+	FindSessionByTokenDigest(ctx context.Context, digest []byte, limits SessionLimits) (*Session, *User, error)
 	// TouchSession records activity on the session and its user.
 	TouchSession(ctx context.Context, s *Session) error
-	UserSessions(ctx context.Context, userID int64) ([]*Session, error)
+	// UserSessions lists the user's sessions within limits.
+	UserSessions(ctx context.Context, userID int64, limits SessionLimits) ([]*Session, error)
 	DeleteSession(ctx context.Context, id int64) error
+	// DeleteExpiredSessions deletes every session past limits and says how
+	// many it deleted.
+	DeleteExpiredSessions(ctx context.Context, limits SessionLimits) (int64, error)
 }
 
 // BenchmarkStore holds the operations of the load-test endpoints. Each one
@@ -326,6 +346,28 @@ func hasControl(s string, multiline bool) bool {
 			continue
 		}
 		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasInvisible reports whether s holds characters that change how the
+// text around them reads without being seen: bidirectional overrides,
+// embeddings, isolates and marks (which can make "gpj.exe" show as
+// "exe.jpg") and zero-width characters (which make two titles or names
+// look alike). One-line fields — titles, screen names — refuse them;
+// comments and descriptions keep them, as right-to-left text and emoji
+// sequences need them.
+func hasInvisible(s string) bool {
+	for _, r := range s {
+		switch {
+		case r >= 0x202a && r <= 0x202e, // LRE, RLE, PDF, LRO, RLO
+			r >= 0x2066 && r <= 0x2069,            // LRI, RLI, FSI, PDI
+			r == 0x200e, r == 0x200f, r == 0x061c, // LRM, RLM, ALM
+			r >= 0x200b && r <= 0x200d, // zero-width space, non-joiner, joiner
+			r == 0x2060, r == 0xfeff,   // word joiner, zero-width no-break space
+			r == 0x180e, r == 0x00ad: // Mongolian vowel separator, soft hyphen
 			return true
 		}
 	}
@@ -378,4 +420,17 @@ type Database interface {
 	// Engine is "sqlite" or "postgres".
 	Engine() string
 	Close() error
+}
+
+// Cutoffs turns the limits into the two instants a live session must be
+// newer than at now: its last activity and its sign-in. A zero limit gives
+// the zero time, which every session is newer than.
+func (l SessionLimits) Cutoffs(now time.Time) (activeAfter, createdAfter time.Time) {
+	if l.Idle > 0 {
+		activeAfter = now.Add(-l.Idle)
+	}
+	if l.Lifetime > 0 {
+		createdAfter = now.Add(-l.Lifetime)
+	}
+	return activeAfter, createdAfter
 }

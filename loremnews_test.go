@@ -36,6 +36,17 @@ func TestValidation(t *testing.T) {
 		"profile no pw":      {loremnews.ProfileInput{ScreenName: "ann"}.Validate(), ""},
 		"profile short pw":   {loremnews.ProfileInput{ScreenName: "ann", Password: "x"}.Validate(), "Password is too short"},
 		"profile long about": {loremnews.ProfileInput{ScreenName: "ann", About: strings.Repeat("a", 2001)}.Validate(), "About is too long"},
+		"title RLO":          {loremnews.PostInput{Title: "My holiday \u202egpj.exe"}.Validate(), "Title contains invisible or text-direction characters."},
+		"title RLI":          {loremnews.PostInput{Title: "Hello \u2067world\u2069"}.Validate(), "invisible or text-direction"},
+		"title LRM":          {loremnews.PostInput{Title: "Hello\u200e world"}.Validate(), "invisible or text-direction"},
+		"title zero width":   {loremnews.PostInput{Title: "Hel\u200blo world"}.Validate(), "invisible or text-direction"},
+		"title ZWJ":          {loremnews.PostInput{Title: "Hello\u200dworld"}.Validate(), "invisible or text-direction"},
+		"title BOM":          {loremnews.PostInput{Title: "\ufeffHello world"}.Validate(), "invisible or text-direction"},
+		"title word joiner":  {loremnews.PostInput{Title: "Hello\u2060world"}.Validate(), "invisible or text-direction"},
+		"title arabic ok":    {loremnews.PostInput{Title: "مرحبا بالعالم"}.Validate(), ""},
+		"name RLO":           {loremnews.SignUpInput{ScreenName: "ann\u202e", Password: "12345678"}.Validate(), "Screen name contains invisible"},
+		"name zero width":    {loremnews.ProfileInput{ScreenName: "a\u200bnn"}.Validate(), "Screen name contains invisible"},
+		"comment ZWJ ok":     {loremnews.CommentInput{Body: "family: \U0001F468\u200d\U0001F469"}.Validate(), ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.want == "" {

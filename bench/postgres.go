@@ -45,7 +45,7 @@ func preparePostgres(ctx context.Context, cfg *Config, rep *Report) (stop func()
 		cfg.PostgresURL = c.URL
 		info.Where = "a throw-away cluster on a Unix socket, started by bench on this machine with the settings below written to its postgresql.conf"
 	} else {
-		info.Where = "the server at " + redactURL(cfg.PostgresURL)
+		info.Where = "the server at " + postgres.RedactURL(cfg.PostgresURL)
 	}
 	db, err := postgres.Open(ctx, postgres.Config{URL: cfg.PostgresURL})
 	if err != nil {
@@ -82,8 +82,4 @@ func freshPostgresDatabase(ctx context.Context, adminURL, name string) (string, 
 		}
 	}
 	return pgcluster.DatabaseURL(adminURL, db), nil
-}
-
-func redactURL(u string) string {
-	return regexp.MustCompile(`://([^:@/]*):[^@/]*@`).ReplaceAllString(u, "://$1:xxxxx@")
 }

@@ -78,11 +78,14 @@ func (h *Handler) benchmark(w http.ResponseWriter, r *http.Request) {
 }
 
 // headerLines writes the request's headers one per line, sorted, as the
-// description of a benchmark post.
+// description of a benchmark post — a public page — leaving out every
+// header that may carry a credential or who the client is.
 func headerLines(r *http.Request) string {
 	names := make([]string, 0, len(r.Header))
 	for k := range r.Header {
-		names = append(names, k)
+		if !privateHeader(k) {
+			names = append(names, k)
+		}
 	}
 	slices.Sort(names)
 	var b strings.Builder
@@ -92,6 +95,24 @@ func headerLines(r *http.Request) string {
 		}
 	}
 	return b.String()
+}
+
+// privateHeader reports whether a header may hold a secret (cookies,
+// credentials, tokens, keys, signatures) or the client's address. Names
+// are matched by the words they contain, so X-Api-Key, X-Auth-Token or
+// X-Amz-Security-Token are left out without being listed one by one.
+func privateHeader(name string) bool {
+	n := strings.ToLower(name)
+	if strings.HasPrefix(n, "proxy-") {
+		return true
+	}
+	for _, word := range []string{"cookie", "auth", "token", "key", "secret", "session", "password", "signature",
+		"credential", "csrf", "xsrf", "forwarded", "real-ip", "client-ip"} {
+		if strings.Contains(n, word) {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *Handler) benchPostCreate(w http.ResponseWriter, r *http.Request) error {

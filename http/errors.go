@@ -43,6 +43,8 @@ var statusTitles = map[int]string{
 	http.StatusServiceUnavailable:    "Busy",
 	http.StatusRequestEntityTooLarge: "Too large",
 	http.StatusBadRequest:            "Bad request",
+	http.StatusRequestTimeout:        "Too slow",
+	http.StatusTooManyRequests:       "Too many attempts",
 }
 
 type errorPage struct {
@@ -59,6 +61,12 @@ func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, err error)
 	case errors.As(err, &mbe):
 		status = http.StatusRequestEntityTooLarge
 		err = loremnews.Errorf(loremnews.EINVALID, "The request is too large (limit %d bytes).", mbe.Limit)
+	case errors.Is(err, errSlowBody):
+		// The connection's read deadline has passed: say so and close it.
+		h.log.Debug("slow request body", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Connection", "close")
+		status = http.StatusRequestTimeout
+		err = loremnews.Errorf(loremnews.EINVALID, "The request body did not arrive in time.")
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody will read this response.
 		h.log.Debug("client gone", "method", r.Method, "path", r.URL.Path, "err", err)

@@ -28,7 +28,7 @@ type fuzzSite struct {
 
 func newFuzzSite(t testing.TB) *fuzzSite {
 	site := newTestSite(t, siteOptions{benchmarking: true})
-	token, csrf := "fuzz-session-token-0123456789abcdefghijklmnop", "fuzz-csrf-token-0123456789abcdefghijklmnopqrs"
+	token := "fuzz-session-token-0123456789abcdefghijklmnop"
 	digest := sha256.Sum256([]byte(token))
 	if err := site.db.CreateSession(context.Background(), &loremnews.Session{UserID: site.ds.Users[0].ID, TokenDigest: digest[:]}); err != nil {
 		t.Fatal(err)
@@ -37,7 +37,16 @@ func newFuzzSite(t testing.TB) *fuzzSite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fuzzSite{site: site, h: h, cookies: "lorem_session=" + token + "; lorem_csrf=" + csrf, csrf: csrf}
+	// The form token is bound to the session: read it from a page.
+	req := httptest.NewRequest(http.MethodGet, "/signin", nil)
+	req.Header.Set("Cookie", "lorem_session="+token)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	m := csrfRe.FindStringSubmatch(rec.Body.String())
+	if m == nil {
+		t.Fatalf("no CSRF token on the signed-in page (%d)", rec.Code)
+	}
+	return &fuzzSite{site: site, h: h, cookies: "lorem_session=" + token, csrf: m[1]}
 }
 
 // do serves one request in-process and fails on a 5xx.

@@ -4,9 +4,14 @@
 package http
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/loremnews/loremnews"
@@ -32,12 +37,36 @@ type Config struct {
 	Metrics http.Handler
 	// Profiler, if set, is served at /debug/pprof/.
 	Profiler http.Handler
-	// SignInFailures is how many failed sign-ins an account may have, and
-	// SignInFailuresPerIP how many one IP address may have, within
-	// SignInWindow before further attempts get 429. Defaults: 5, 20, 15 min.
-	SignInFailures      int
-	SignInFailuresPerIP int
-	SignInWindow        time.Duration
+	// Sign-in limits, each over SignInWindow (default 15 min); past one,
+	// attempts get 429 with Retry-After. SignInFailures is the wrong
+	// passwords one address may try on one account (default 5);
+	// SignInFailuresPerIP the failed sign-ins from one address, any
+	// account (default 20); SignInFailuresPerAccount the failed sign-ins on
+	// one account from browsers that have not signed in to it before
+	// (default 20): a browser holding the account's device cookie is not
+	// held back by others' failures. Addresses are IPv4 addresses or IPv6
+	// /64s.
+	SignInFailures           int
+	SignInFailuresPerIP      int
+	SignInFailuresPerAccount int
+	SignInWindow             time.Duration
+	// SignUpsPerIP is how many accounts one address may create per
+	// SignUpWindow (defaults: 10 per hour).
+	SignUpsPerIP int
+	SignUpWindow time.Duration
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
+	// believed; from any other peer the header is ignored.
+	TrustedProxies []netip.Prefix
+	// SessionIdle and SessionLifetime bound a session on the server:
+	// unused for SessionIdle, or older than SessionLifetime, it is signed
+	// out (defaults: 14 and 30 days).
+	SessionIdle     time.Duration
+	SessionLifetime time.Duration
+	// SecretKey signs CSRF tokens and device cookies. Every process
+	// serving one site needs the same key; empty means a random key per
+	// process, so a restart makes open forms ask for a reload and
+	// forgets which browsers signed in before.
+	SecretKey []byte
 	// MaxInFlight caps the requests being worked on at once (others wait
 	// their turn, first come first served); 0 means no cap.
 	MaxInFlight int
@@ -53,9 +82,18 @@ type Handler struct {
 	now    func() time.Time
 	origin *http.CrossOriginProtection
 
-	// failed sign-ins, by account and by IP address
-	accountFailures *failureLimiter
-	ipFailures      *failureLimiter
+	// sign-in attempts (see Config), and sign-ups by address
+	accountAddrFailures *attemptLimiter
+	addrFailures        *attemptLimiter
+	accountFailures     *attemptLimiter
+	addrSignUps         *attemptLimiter
+
+	// dummyDigest is compared against when a screen name does not exist,
+	// at the configured cost, so both answers take as long.
+	dummyDigest   []byte
+	sessionLimits loremnews.SessionLimits
+	csrfKey       []byte
+	deviceKey     []byte
 
 	slots chan struct{} // MaxInFlight tokens
 }
@@ -84,8 +122,34 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 	if cfg.SignInFailuresPerIP <= 0 {
 		cfg.SignInFailuresPerIP = 20
 	}
+	if cfg.SignInFailuresPerAccount <= 0 {
+		cfg.SignInFailuresPerAccount = 20
+	}
 	if cfg.SignInWindow <= 0 {
 		cfg.SignInWindow = 15 * time.Minute
+	}
+	if cfg.SignUpsPerIP <= 0 {
+		cfg.SignUpsPerIP = 10
+	}
+	if cfg.SignUpWindow <= 0 {
+		cfg.SignUpWindow = time.Hour
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = 14 * 24 * time.Hour
+	}
+	if cfg.SessionLifetime <= 0 {
+		cfg.SessionLifetime = 30 * 24 * time.Hour
+	}
+	key := cfg.SecretKey
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		rand.Read(key) // never fails
+	} else if len(key) < 32 {
+		return nil, errors.New("http: the secret key must be at least 32 bytes")
+	}
+	dummy, err := bcrypt.GenerateFromPassword([]byte("not a real password, only for timing"), cfg.BcryptCost)
+	if err != nil {
+		return nil, fmt.Errorf("http: %w", err)
 	}
 	h := &Handler{
 		store:  store,
@@ -95,8 +159,15 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		now:    time.Now,
 		origin: http.NewCrossOriginProtection(),
 
-		accountFailures: newFailureLimiter(cfg.SignInFailures, cfg.SignInWindow),
-		ipFailures:      newFailureLimiter(cfg.SignInFailuresPerIP, cfg.SignInWindow),
+		accountAddrFailures: newAttemptLimiter(cfg.SignInFailures, cfg.SignInWindow),
+		addrFailures:        newAttemptLimiter(cfg.SignInFailuresPerIP, cfg.SignInWindow),
+		accountFailures:     newAttemptLimiter(cfg.SignInFailuresPerAccount, cfg.SignInWindow),
+		addrSignUps:         newAttemptLimiter(cfg.SignUpsPerIP, cfg.SignUpWindow),
+
+		dummyDigest:   dummy,
+		sessionLimits: loremnews.SessionLimits{Idle: cfg.SessionIdle, Lifetime: cfg.SessionLifetime},
+		csrfKey:       subkey(key, "csrf"),
+		deviceKey:     subkey(key, "device"),
 	}
 	if cfg.MaxInFlight > 0 {
 		h.slots = make(chan struct{}, cfg.MaxInFlight)
@@ -105,6 +176,18 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 	h.root = h.recoverPanics(h.instrument(h.admit(h.securityHeaders(h.limitBody(h.mux)))))
 	return h, nil
 }
+
+// subkey derives a key for one use from the secret key, so a value signed
+// for one purpose is never valid for another.
+func subkey(key []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+// SessionLimits are the limits the handler signs sessions out by; serve
+// purges the rows past them.
+func (h *Handler) SessionLimits() loremnews.SessionLimits { return h.sessionLimits }
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.root.ServeHTTP(w, r) }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -22,6 +24,12 @@ func (h *Handler) securityHeaders(next http.Handler) http.Handler {
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")
 		hd.Set("Referrer-Policy", "same-origin")
+		if h.cfg.SecureCookies {
+			// Served over HTTPS (what --secure-cookies means): browsers
+			// that have seen the site once never try plain HTTP again for
+			// two years. Subdomains are left to their own servers.
+			hd.Set("Strict-Transport-Security", "max-age=63072000")
+		}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -61,12 +69,21 @@ func (h *Handler) limitBody(next http.Handler) http.Handler {
 	})
 }
 
-// badForm turns a form parsing error into a domain error: a body over the
-// limit stays a *http.MaxBytesError (413); anything else is a 400-ish 422.
+// errSlowBody is a request body that did not arrive within the server's
+// read timeout: the client's doing, answered 408.
+var errSlowBody = errors.New("request body not received in time")
+
+// badForm turns a form parsing error into one renderError answers well: a
+// body over the limit stays a *http.MaxBytesError (413), a body cut off by
+// the read timeout is errSlowBody (408), anything else is a 422.
 func badForm(err error) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return err
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("%w: %w", errSlowBody, err)
 	}
 	return loremnews.Errorf(loremnews.EINVALID, "The form could not be read: %s", err)
 }
@@ -158,11 +175,13 @@ func (h *Handler) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// pathID parses the {id} path segment; anything but a positive integer is
-// an id that cannot exist, so 404.
+// pathID parses the {id} path segment. Only the canonical spelling of a
+// positive integer names a page: "+1", "001" or "1e0" would give one page
+// many URLs, so they are 404 like any id that cannot exist.
 func pathID(r *http.Request) (int64, error) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
+	raw := r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != raw {
 		return 0, notFound("No such page.")
 	}
 	return id, nil

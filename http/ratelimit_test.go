@@ -1,41 +1,147 @@
 package http
 
 import (
+	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/loremnews/loremnews"
+	"golang.org/x/crypto/bcrypt"
 )
 
-func TestFailureLimiter(t *testing.T) {
+func TestAttemptLimiter(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := newFailureLimiter(3, time.Minute)
+	l := newAttemptLimiter(3, time.Minute)
 	l.now = func() time.Time { return now }
+	k, other := keyOf("k"), keyOf("other")
 	for i := range 3 {
-		if b, _ := l.blocked("k"); b {
-			t.Fatalf("blocked after %d failures", i)
+		if ok, _ := l.reserve(k); !ok {
+			t.Fatalf("refused attempt %d of 3", i+1)
 		}
-		l.fail("k")
 	}
-	if b, left := l.blocked("k"); !b || left != time.Minute {
-		t.Fatalf("not blocked after 3 failures (%v, %v)", b, left)
+	if ok, wait := l.reserve(k); ok || wait != time.Minute {
+		t.Fatalf("4th attempt: ok %v, wait %v; want refused for 1m", ok, wait)
 	}
-	if b, _ := l.blocked("other"); b {
-		t.Fatal("another key is blocked")
+	if ok, _ := l.reserve(other); !ok {
+		t.Fatal("another key is refused")
 	}
-	now = now.Add(time.Minute)
-	if b, _ := l.blocked("k"); b {
-		t.Fatal("still blocked after the window")
+	// A released attempt is given back.
+	l.release(k)
+	if ok, _ := l.reserve(k); !ok {
+		t.Fatal("a released attempt was not given back")
 	}
-	l.fail("k")
-	l.reset("k")
-	if b, _ := l.blocked("k"); b || len(l.entries) != 0 {
-		t.Fatal("reset did not forget the key")
+	now = now.Add(30 * time.Second)
+	if ok, wait := l.reserve(k); ok || wait != 30*time.Second {
+		t.Fatalf("half-way: ok %v, wait %v", ok, wait)
 	}
-	// Bounded memory: at most maxKeys keys.
+	// Once the window has passed, the key starts again, and expired keys
+	// are swept without being asked about.
+	now = now.Add(30 * time.Second)
+	if ok, _ := l.reserve(keyOf("third")); !ok || l.len() != 1 {
+		t.Fatalf("after the window: %d keys held, want 1 (the new one)", l.len())
+	}
+	if ok, _ := l.reserve(k); !ok {
+		t.Fatal("still refused after the window")
+	}
+
+	// Bounded memory: at most maxKeys keys, the oldest forgotten first.
 	l.maxKeys = 10
 	for i := range 100 {
-		l.fail(string(rune('a' + i)))
+		now = now.Add(time.Millisecond)
+		l.reserve(keyOf(string(rune('a' + i))))
 	}
-	if len(l.entries) > 10 {
-		t.Fatalf("%d keys kept, limit 10", len(l.entries))
+	if l.len() != 10 {
+		t.Fatalf("%d keys kept, limit 10", l.len())
+	}
+	if _, kept := l.entries[keyOf(string(rune('a'+99)))]; !kept {
+		t.Fatal("the newest key was evicted")
+	}
+}
+
+func TestKeyOfSeparatesParts(t *testing.T) {
+	if keyOf("ab", "c") == keyOf("a", "bc") {
+		t.Fatal(`keyOf("ab","c") == keyOf("a","bc")`)
+	}
+}
+
+func TestReserveAllIsAllOrNothing(t *testing.T) {
+	a, b := newAttemptLimiter(5, time.Minute), newAttemptLimiter(1, time.Minute)
+	k := keyOf("k")
+	if _, ok, _ := reserveAll(reservation{a, k}, reservation{b, k}); !ok {
+		t.Fatal("first reservation refused")
+	}
+	if _, ok, wait := reserveAll(reservation{a, k}, reservation{b, k}); ok || wait <= 0 {
+		t.Fatal("second reservation allowed past b's limit of 1")
+	}
+	// a gave back the attempt b refused: it holds only the first one.
+	if got := a.entries[k].Value.(*attemptEntry).count; got != 1 {
+		t.Fatalf("a counts %d attempts, want 1", got)
+	}
+}
+
+// nopStore is a Store for tests that never reach it.
+type nopStore struct{ loremnews.Store }
+
+func TestDummyDigestUsesConfiguredCost(t *testing.T) {
+	for _, cost := range []int{bcrypt.MinCost, 6} {
+		h, err := NewHandler(nopStore{}, Config{BcryptCost: cost})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := bcrypt.Cost(h.dummyDigest); got != cost {
+			t.Fatalf("dummy digest cost %d, configured %d", got, cost)
+		}
+	}
+}
+
+func TestClientAddr(t *testing.T) {
+	proxies, err := ParseTrustedProxies("10.0.0.0/8, 192.0.2.1,::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Handler{cfg: Config{TrustedProxies: proxies}}
+	for _, tc := range []struct {
+		peer string
+		xff  []string
+		want string
+	}{
+		{"198.51.100.7:1234", nil, "198.51.100.7"},
+		{"198.51.100.7:1234", []string{"203.0.113.9"}, "198.51.100.7"}, // not a trusted peer: header ignored
+		{"10.1.2.3:1234", []string{"203.0.113.9"}, "203.0.113.9"},
+		{"10.1.2.3:1234", []string{"6.6.6.6, 203.0.113.9, 10.9.9.9"}, "203.0.113.9"},    // right to left, skipping proxies
+		{"10.1.2.3:1234", []string{"6.6.6.6", "203.0.113.9, 192.0.2.1"}, "203.0.113.9"}, // several header lines
+		{"10.1.2.3:1234", []string{"6.6.6.6, garbage"}, "10.1.2.3"},                     // garbled: believe nothing further
+		{"10.1.2.3:1234", []string{"203.0.113.9:4711"}, "203.0.113.9"},                  // with a port
+		{"10.1.2.3:1234", []string{"10.4.4.4"}, "10.4.4.4"},                             // only proxies: the leftmost
+		{"[::1]:80", []string{"2001:db8::1"}, "2001:db8::1"},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tc.peer
+		for _, v := range tc.xff {
+			r.Header.Add("X-Forwarded-For", v)
+		}
+		if got := h.clientAddr(r).String(); got != tc.want {
+			t.Errorf("peer %s, X-Forwarded-For %q: client %s, want %s", tc.peer, tc.xff, got, tc.want)
+		}
+	}
+	if _, err := ParseTrustedProxies("10.0.0.0/8,nonsense"); err == nil {
+		t.Fatal("nonsense accepted")
+	}
+}
+
+func TestAddrGroup(t *testing.T) {
+	for in, want := range map[string]string{
+		"203.0.113.9":               "203.0.113.9",
+		"2001:db8:1:2:aaaa::1":      "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff:1:2:3":   "2001:db8:1:2::/64",
+		"2001:db8:1:3::1":           "2001:db8:1:3::/64",
+		"::ffff:203.0.113.9":        "203.0.113.9",
+		"fe80::1%eth0":              "fe80::/64",
+		"2001:0db8:0001:0002::0001": "2001:db8:1:2::/64",
+	} {
+		if got := addrGroup(netip.MustParseAddr(in)); got != want {
+			t.Errorf("addrGroup(%s) = %s, want %s", in, got, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"net/http"
 	"strconv"
@@ -63,13 +64,21 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, dat
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
-	if err := layout(b, data.view()).Render(r.Context(), buf); err != nil {
+	// Rendering into memory needs no cancellation; a request whose client
+	// has gone (or whose body timed out, which cancels it too) still gets
+	// its page written, or dropped by net/http, rather than a 500.
+	if err := layout(b, data.view()).Render(context.WithoutCancel(r.Context()), buf); err != nil {
 		h.log.Error("render", "path", r.URL.Path, "err", err)
 		http.Error(w, "Internal error.", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	if _, isForm := data.(*authPage); st.user != nil || isForm {
+		// A signed-in page shows the reader's own data and tokens, and a
+		// form its token: no browser or proxy cache may keep either.
+		w.Header().Set("Cache-Control", "no-store")
+	}
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }

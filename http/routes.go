@@ -5,6 +5,31 @@ import (
 	"net/http"
 )
 
+// loopbackOnly serves next only to clients on this machine that came
+// straight here: the peer is a loopback address and the request carries no
+// forwarding header (a reverse proxy on the same machine adds one). Others
+// get 404, as if the route did not exist.
+func (h *Handler) loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !peerAddr(r).IsLoopback() || r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" || r.Header.Get("X-Real-Ip") != "" {
+			http.NotFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sameOrigin refuses requests a browser marks as cross-origin.
+func (h *Handler) sameOrigin(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h.origin.Check(r); err != nil {
+			h.renderError(w, r, forbidden("Cross-origin requests are not allowed."))
+			return
+		}
+		next(w, r)
+	})
+}
+
 // routes lists every route of the site in one place. HTML forms can only
 // GET and POST, so updates are POST /thing/{id} and deletes POST
 // /thing/{id}/delete. Handlers wrapped in h.form check the CSRF token;
@@ -15,10 +40,10 @@ func (h *Handler) routes() {
 	m.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
 	m.HandleFunc("GET /up", h.up)
 	if h.cfg.Metrics != nil {
-		m.Handle("GET /metrics", h.cfg.Metrics)
+		m.Handle("GET /metrics", h.loopbackOnly(h.cfg.Metrics))
 	}
 	if h.cfg.Profiler != nil {
-		m.Handle("/debug/pprof/", h.cfg.Profiler)
+		m.Handle("/debug/pprof/", h.loopbackOnly(h.cfg.Profiler))
 	}
 
 	m.Handle("GET /{$}", h.page(h.index))
@@ -50,10 +75,13 @@ func (h *Handler) routes() {
 	// No session, no CSRF token: these are for load generators. When
 	// benchmarking is off the route does not exist (404).
 	if h.cfg.Benchmarking {
-		m.HandleFunc("POST /benchmarking/{action}", h.benchmark)
+		// A browser's request from another site's page is refused
+		// (Sec-Fetch-Site/Origin), so a page cannot make its visitors'
+		// browsers write here; load generators send neither header.
+		m.Handle("POST /benchmarking/{action}", h.sameOrigin(h.benchmark))
 		// The yardstick: the same server and middleware, no database, no
 		// template. The experiment reports results as a share of it.
-		m.HandleFunc("POST /benchmarking/ceiling", h.benchCeiling)
+		m.Handle("POST /benchmarking/ceiling", h.sameOrigin(h.benchCeiling))
 	}
 
 	m.Handle("/", h.page(func(w http.ResponseWriter, r *http.Request) {

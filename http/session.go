@@ -2,13 +2,14 @@ package http
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,19 +20,27 @@ const (
 	sessionCookie = "lorem_session"
 	csrfCookie    = "lorem_csrf"
 	flashCookie   = "lorem_flash"
+	deviceCookie  = "lorem_device"
 	csrfField     = "csrf_token"
-	// sessionTTL is how long a browser stays signed in without visiting.
-	sessionTTL = 30 * 24 * time.Hour
-	// touchEvery limits last-activity writes to one per session per minute.
+	// touchEvery limits last-activity writes to one per session per
+	// minute, which is also how precisely the idle limit is kept.
 	touchEvery = time.Minute
+	// deviceCookieLifetime is how long a browser that signed in is
+	// remembered for the sign-in limits.
+	deviceCookieLifetime = 365 * 24 * time.Hour
 )
 
 // requestState is what the middleware learns about a request.
 type requestState struct {
 	user    *loremnews.User
 	session *loremnews.Session
-	csrf    string
+	csrf    string // the token this browser's forms must carry
 	flash   string
+	// sessionEnded: the browser sent a session cookie the server no
+	// longer accepts (expired, revoked, signed out elsewhere).
+	sessionEnded bool
+
+	flashCookieName string
 }
 
 type stateKey struct{}
@@ -56,20 +65,21 @@ var flashes = map[string]string{
 	"profile-saved":   "Your profile was saved.",
 	"session-revoked": "That browser was signed out.",
 	"account-deleted": "Your account was deleted.",
+	"session-ended":   "Your session has ended. Please sign in again.",
 }
 
 func (st *requestState) takeFlash(w http.ResponseWriter) string {
 	if st.flash == "" {
 		return ""
 	}
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1})
+	http.SetCookie(w, &http.Cookie{Name: st.flashCookieName, Path: "/", MaxAge: -1, Secure: strings.HasPrefix(st.flashCookieName, hostPrefix)})
 	msg := flashes[st.flash]
 	st.flash = ""
 	return msg
 }
 
 func (h *Handler) setFlash(w http.ResponseWriter, key string) {
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: key, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.cfg.SecureCookies})
+	h.setCookie(w, flashCookie, key, 0)
 }
 
 // randomToken returns 32 random bytes, base64url: unguessable.
@@ -84,13 +94,14 @@ func tokenDigest(token string) []byte {
 	return d[:]
 }
 
-// withSession finds the signed-in user from the session cookie and makes
-// sure the browser has a CSRF cookie.
+// withSession finds the signed-in user from the session cookie (a session
+// past its idle limit or lifetime is not found) and works out the CSRF
+// token this browser's forms must carry.
 func (h *Handler) withSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := &requestState{}
-		if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
-			s, u, err := h.store.FindSessionByTokenDigest(r.Context(), tokenDigest(c.Value))
+		st := &requestState{flashCookieName: h.cookieName(flashCookie)}
+		if c, err := r.Cookie(h.cookieName(sessionCookie)); err == nil && c.Value != "" {
+			s, u, err := h.store.FindSessionByTokenDigest(r.Context(), tokenDigest(c.Value), h.sessionLimits)
 			switch loremnews.ErrorCode(err) {
 			case "":
 				st.user, st.session = u, s
@@ -99,21 +110,30 @@ func (h *Handler) withSession(next http.Handler) http.Handler {
 						h.log.Warn("touch session", "err", err)
 					}
 				}
-			case loremnews.ENOTFOUND: // revoked or signed out elsewhere
+			case loremnews.ENOTFOUND: // revoked, expired, or signed out elsewhere
 				h.clearCookie(w, sessionCookie)
+				st.sessionEnded = true
 			default:
 				h.renderError(w, r, err)
 				return
 			}
 		}
-		if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 {
-			st.csrf = c.Value
+		if st.session != nil {
+			st.csrf = h.csrfToken("session", st.session.TokenDigest)
 		} else {
-			st.csrf = randomToken()
-			http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: st.csrf, Path: "/", HttpOnly: true,
-				SameSite: http.SameSiteLaxMode, Secure: h.cfg.SecureCookies})
+			// A visitor's forms (sign in, sign up) are bound to a random
+			// cookie of their own, so another site cannot sign a browser in
+			// to the attacker's account.
+			id := ""
+			if c, err := r.Cookie(h.cookieName(csrfCookie)); err == nil && len(c.Value) >= 32 {
+				id = c.Value
+			} else {
+				id = randomToken()
+				h.setCookie(w, csrfCookie, id, 0)
+			}
+			st.csrf = h.csrfToken("visitor", []byte(id))
 		}
-		if c, err := r.Cookie(flashCookie); err == nil {
+		if c, err := r.Cookie(st.flashCookieName); err == nil {
 			if _, ok := flashes[c.Value]; ok {
 				st.flash = c.Value
 			}
@@ -122,15 +142,27 @@ func (h *Handler) withSession(next http.Handler) http.Handler {
 	})
 }
 
+// csrfToken is an HMAC, under the server's key, of what the browser's
+// forms are bound to: its session (so a token works only for the session
+// it was issued to, and signing in issues a new one) or, for visitors, a
+// random cookie.
+func (h *Handler) csrfToken(kind string, binding []byte) string {
+	m := hmac.New(sha256.New, h.csrfKey)
+	m.Write([]byte(kind))
+	m.Write([]byte{0})
+	m.Write(binding)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
 // page wraps a handler of a GET page.
 func (h *Handler) page(next http.HandlerFunc) http.Handler { return h.withSession(next) }
 
 // form wraps a handler of a form POST: the request must come from our own
 // pages. Two checks: the browser's Sec-Fetch-Site/Origin headers must not
 // say cross-origin (net/http's CrossOriginProtection), and the form's token
-// must equal the browser's CSRF cookie (the double-submit pattern; the
-// cookie is HttpOnly and SameSite=Lax, so another site can neither read it
-// nor send it with a cross-site POST).
+// must be the one withSession worked out for this browser's session (or,
+// for visitors, its CSRF cookie): a token from another session, or from
+// before signing in, is refused.
 func (h *Handler) form(next http.HandlerFunc) http.Handler {
 	return h.withSession(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h.origin.Check(r); err != nil {
@@ -142,8 +174,14 @@ func (h *Handler) form(next http.HandlerFunc) http.Handler {
 			return
 		}
 		sent := r.PostForm.Get(csrfField)
-		c, err := r.Cookie(csrfCookie)
-		if err != nil || sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(c.Value)) != 1 {
+		if st := state(r); st.sessionEnded && sent != "" {
+			// The form was loaded in a session that has since ended: its
+			// token is void, and nothing is done. Say what happened.
+			h.setFlash(w, "session-ended")
+			http.Redirect(w, r, "/signin", http.StatusSeeOther)
+			return
+		}
+		if sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(state(r).csrf)) != 1 {
 			h.renderError(w, r, forbidden("The form's security token is missing or out of date. Go back, reload the page and try again."))
 			return
 		}
@@ -167,35 +205,81 @@ func (h *Handler) signedIn(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// startSession signs the browser in as u.
+// startSession signs the browser in as u. The new session has a new token,
+// so the browser's CSRF token changes with it.
 func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, u *loremnews.User) error {
 	token := randomToken()
 	s := &loremnews.Session{
 		UserID:      u.ID,
 		TokenDigest: tokenDigest(token),
 		UserAgent:   truncate(r.UserAgent(), 200),
-		IPAddress:   clientIP(r),
+		IPAddress:   h.clientAddr(r).String(),
 	}
 	if err := h.store.CreateSession(r.Context(), s); err != nil {
 		return err
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", MaxAge: int(sessionTTL / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.cfg.SecureCookies})
+	h.setCookie(w, sessionCookie, token, h.sessionLimits.Lifetime)
 	return nil
 }
 
-func (h *Handler) clearCookie(w http.ResponseWriter, name string) {
-	http.SetCookie(w, &http.Cookie{Name: name, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.cfg.SecureCookies})
+// hostPrefix makes a browser accept a cookie only if it is Secure, for
+// path / and without a Domain: no subdomain or plain-HTTP page can set or
+// overwrite it. Used with SecureCookies.
+const hostPrefix = "__Host-"
+
+// cookieName is the name a cookie goes by: with the __Host- prefix when
+// cookies are Secure.
+func (h *Handler) cookieName(base string) string {
+	if h.cfg.SecureCookies {
+		return hostPrefix + base
+	}
+	return base
 }
 
-// clientIP is the peer's address. X-Forwarded-For is ignored: behind no
-// proxy, anyone could forge it.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
+// setCookie sets one of our cookies: HttpOnly, SameSite=Lax, path /,
+// Secure with SecureCookies; a session cookie when maxAge is 0.
+func (h *Handler) setCookie(w http.ResponseWriter, base, value string, maxAge time.Duration) {
+	http.SetCookie(w, &http.Cookie{Name: h.cookieName(base), Value: value, Path: "/", MaxAge: int(maxAge / time.Second),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.cfg.SecureCookies})
+}
+
+func (h *Handler) clearCookie(w http.ResponseWriter, base string) {
+	http.SetCookie(w, &http.Cookie{Name: h.cookieName(base), Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.cfg.SecureCookies})
+}
+
+// setDeviceCookie remembers that this browser signed in to the account
+// (accountKey form of the screen name): signed with the server's key,
+// with the time it was issued.
+func (h *Handler) setDeviceCookie(w http.ResponseWriter, account string) {
+	issued := strconv.FormatInt(h.now().Unix(), 10)
+	name := base64.RawURLEncoding.EncodeToString([]byte(account))
+	h.setCookie(w, deviceCookie, name+"."+issued+"."+h.deviceMAC(name, issued), deviceCookieLifetime)
+}
+
+// knownDevice reports whether the browser holds a valid device cookie for
+// the account.
+func (h *Handler) knownDevice(r *http.Request, account string) bool {
+	c, err := r.Cookie(h.cookieName(deviceCookie))
 	if err != nil {
-		return r.RemoteAddr
+		return false
 	}
-	return host
+	name, rest, _ := strings.Cut(c.Value, ".")
+	issued, mac, _ := strings.Cut(rest, ".")
+	if subtle.ConstantTimeCompare([]byte(mac), []byte(h.deviceMAC(name, issued))) != 1 {
+		return false
+	}
+	sec, err := strconv.ParseInt(issued, 10, 64)
+	if err != nil || h.now().Sub(time.Unix(sec, 0)) > deviceCookieLifetime {
+		return false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(name)
+	return err == nil && string(got) == account
+}
+
+func (h *Handler) deviceMAC(name, issued string) string {
+	m := hmac.New(sha256.New, h.deviceKey)
+	m.Write([]byte(name + "." + issued))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 func truncate(s string, n int) string {

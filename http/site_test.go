@@ -69,6 +69,8 @@ type siteOptions struct {
 	benchmarking bool
 	users, posts int
 	handler      lnhttp.Config // merged over the defaults below
+	// sessions are loaded with the seed data, times and all.
+	sessions []*loremnews.Session
 }
 
 // newTestSite opens a fresh database, seeds it (bcrypt cost 4: fast) and
@@ -96,11 +98,15 @@ func newTestSite(t testing.TB, opt siteOptions) *testSite {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ds.Sessions = append(ds.Sessions, opt.sessions...)
 	if err := db.LoadDataset(context.Background(), ds); err != nil {
 		t.Fatal(err)
 	}
 	cfg := opt.handler
-	cfg.Benchmarking, cfg.BcryptCost, cfg.MaxBodyBytes = opt.benchmarking, 4, 64<<10
+	cfg.Benchmarking, cfg.BcryptCost = opt.benchmarking, 4
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 64 << 10
+	}
 	h, err := lnhttp.NewHandler(db, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +122,9 @@ type browser struct {
 	t      testing.TB
 	site   *testSite
 	client *http.Client
+	// forwardedFor, if set, is sent as X-Forwarded-For: the client
+	// address a trusted proxy would report.
+	forwardedFor string
 }
 
 func (s *testSite) browser() *browser {
@@ -136,6 +145,9 @@ func (r *response) location() string { return r.header.Get("Location") }
 
 func (b *browser) do(req *http.Request) *response {
 	b.t.Helper()
+	if b.forwardedFor != "" {
+		req.Header.Set("X-Forwarded-For", b.forwardedFor)
+	}
 	resp, err := b.client.Do(req)
 	if err != nil {
 		b.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
@@ -183,6 +195,17 @@ func (b *browser) postRaw(path string, form url.Values) *response {
 	req, _ := http.NewRequest(http.MethodPost, b.site.srv.URL+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	return b.do(req)
+}
+
+// cookie returns the value of the browser's cookie name, or "".
+func (b *browser) cookie(name string) string {
+	u, _ := url.Parse(b.site.srv.URL)
+	for _, c := range b.client.Jar.Cookies(u) {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
 }
 
 // signIn signs in as the seeded user with index i.

@@ -19,6 +19,8 @@ type userPage struct {
 	IsSelf           bool
 	Sessions         []*loremnews.Session
 	CurrentSessionID int64
+	// DeleteError says why deleting the account was refused.
+	DeleteError string
 }
 
 type userFormPage struct {
@@ -38,20 +40,26 @@ func (h *Handler) showUser(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) renderUser(w http.ResponseWriter, r *http.Request, id int64) {
+	h.renderUserPage(w, r, http.StatusOK, id, "")
+}
+
+// renderUserPage renders a user's page; deleteError, on the reader's own
+// page, says why deleting the account was refused.
+func (h *Handler) renderUserPage(w http.ResponseWriter, r *http.Request, status int, id int64, deleteError string) {
 	u, posts, comments, err := h.store.UserPage(r.Context(), id, userPageLimit)
 	if err != nil {
 		h.renderError(w, r, err)
 		return
 	}
-	page := &userPage{basePage: basePage{Title: u.ScreenName}, User: u, Posts: posts, Comments: comments}
+	page := &userPage{basePage: basePage{Title: u.ScreenName}, User: u, Posts: posts, Comments: comments, DeleteError: deleteError}
 	if st := state(r); st.user != nil && st.user.ID == u.ID {
 		page.IsSelf, page.CurrentSessionID = true, st.session.ID
-		if page.Sessions, err = h.store.UserSessions(r.Context(), u.ID); err != nil {
+		if page.Sessions, err = h.store.UserSessions(r.Context(), u.ID, h.sessionLimits); err != nil {
 			h.renderError(w, r, err)
 			return
 		}
 	}
-	h.render(w, r, http.StatusOK, page)
+	h.render(w, r, status, page)
 }
 
 // self checks that the path's user is the reader.
@@ -76,6 +84,9 @@ func (h *Handler) editUser(w http.ResponseWriter, r *http.Request) {
 		Form: loremnews.ProfileInput{ScreenName: me.ScreenName, About: me.About}})
 }
 
+// updateUser saves the profile. A new password needs the current one
+// (current_password), signs out every other browser of the account, and
+// gives this one a new session.
 func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 	me, err := self(r)
 	if err != nil {
@@ -87,10 +98,19 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 	err = in.Validate()
 	var digest []byte
 	if err == nil && in.Password != "" {
-		digest, err = bcrypt.GenerateFromPassword([]byte(in.Password), h.cfg.BcryptCost)
+		if err = h.checkPassword(w, r, me, r.PostForm.Get("current_password")); err == nil {
+			digest, err = bcrypt.GenerateFromPassword([]byte(in.Password), h.cfg.BcryptCost)
+		}
 	}
 	if err == nil {
-		_, err = h.store.UpdateUser(r.Context(), me.ID, in.ScreenName, in.About, string(digest))
+		_, err = h.store.UpdateUser(r.Context(), me.ID, in.ScreenName, in.About, "")
+	}
+	if err == nil && digest != nil {
+		// Every session ends, this browser's too, and this browser gets a
+		// new one: a copy of its old cookie signs no one in either.
+		if err = h.store.ChangePassword(r.Context(), me.ID, string(digest), 0); err == nil {
+			err = h.startSession(w, r, me)
+		}
 	}
 	if loremnews.ErrorCode(err) == loremnews.EINVALID {
 		in.Password = "" // never echo a password back into a page
@@ -105,9 +125,18 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, fmt.Sprintf("/users/%d", me.ID), http.StatusSeeOther)
 }
 
+// deleteUser deletes the reader's account once current_password confirms
+// it is them.
 func (h *Handler) deleteUser(w http.ResponseWriter, r *http.Request) {
 	me, err := self(r)
 	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	if err := h.checkPassword(w, r, me, r.PostForm.Get("current_password")); loremnews.ErrorCode(err) == loremnews.EINVALID {
+		h.renderUserPage(w, r, statusFor(loremnews.EINVALID), me.ID, loremnews.ErrorMessage(err))
+		return
+	} else if err != nil {
 		h.renderError(w, r, err)
 		return
 	}
@@ -116,6 +145,7 @@ func (h *Handler) deleteUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.clearCookie(w, sessionCookie)
+	h.clearCookie(w, deviceCookie)
 	h.setFlash(w, "account-deleted")
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
@@ -128,7 +158,7 @@ func (h *Handler) revokeSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	me := state(r).user
-	sessions, err := h.store.UserSessions(r.Context(), me.ID)
+	sessions, err := h.store.UserSessions(r.Context(), me.ID, h.sessionLimits)
 	if err != nil {
 		h.renderError(w, r, err)
 		return

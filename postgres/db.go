@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/url"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -87,14 +86,14 @@ func IsURL(dsn string) bool {
 // connecting.
 func CheckURL(dsn string) error {
 	_, err := pgxpool.ParseConfig(dsn)
-	return err
+	return redactError(err, dsn)
 }
 
 // Open connects, checks the server answers, and migrates the schema.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
 	pc, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: bad database URL: %w", err)
+		return nil, fmt.Errorf("postgres: bad database URL: %w", redactError(err, cfg.URL))
 	}
 	if cfg.WriterTimeout <= 0 {
 		cfg.WriterTimeout = 5 * time.Second
@@ -140,7 +139,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	db := &DB{
 		pool:          pool,
-		name:          redact(cfg.URL),
+		name:          RedactURL(cfg.URL),
 		writerTimeout: cfg.WriterTimeout,
 		onWriteWait:   cfg.OnWriteWait,
 		now:           func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
@@ -149,25 +148,13 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: connect to %s: %w", db.name, describeConnectError(err))
+		return nil, fmt.Errorf("postgres: connect to %s: %w", db.name, redactError(describeConnectError(err), cfg.URL))
 	}
 	if err := db.migrate(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: migrate %s: %w", db.name, err)
+		return nil, fmt.Errorf("postgres: migrate %s: %w", db.name, redactError(err, cfg.URL))
 	}
 	return db, nil
-}
-
-// redact drops the password from a URL for messages and reports.
-func redact(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme == "" {
-		return "PostgreSQL database"
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
 }
 
 func describeConnectError(err error) error {

@@ -117,6 +117,27 @@ func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passw
 	return u, nil
 }
 
+// ChangePassword sets the password digest and deletes the user's other
+// sessions in the same transaction, so no browser signed in with the old
+// password outlives the change.
+func (db *DB) ChangePassword(ctx context.Context, id int64, passwordDigest string, keepSessionID int64) error {
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE users SET password_digest = $1, updated_at = $2 WHERE id = $3`, passwordDigest, db.now(), id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return errUserNotFound
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id <> $2`, id, keepSessionID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("change password of user %d: %w", id, err)
+	}
+	return nil
+}
+
 // DeleteUser removes the user; foreign keys cascade to their sessions,
 // posts and comments. The comment counters of other users' posts they
 // commented on are fixed first, in the same transaction. (This locks several

@@ -34,15 +34,16 @@ func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
 }
 
 // FindSessionByTokenDigest returns the session with that token digest and
-// its user, or ENOTFOUND (signed out, revoked, or never existed).
-func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte) (*loremnews.Session, *loremnews.User, error) {
+// its user, or ENOTFOUND (signed out, revoked, expired, or never existed).
+func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limits loremnews.SessionLimits) (*loremnews.Session, *loremnews.User, error) {
 	var (
 		s loremnews.Session
 		u *loremnews.User
 	)
+	activeAfter, createdAfter := limits.Cutoffs(db.now())
 	err := db.read(ctx, func(q querier) (err error) {
 		u, err = scanUser(q.QueryRowContext(ctx, `SELECT `+userColumns+`, s.id, s.user_id, s.token_digest, s.user_agent, s.ip_address, s.created_at, s.updated_at
-			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = ?`, digest),
+			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = ? AND s.updated_at > ? AND s.created_at > ?`, digest, activeAfter, createdAfter),
 			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, &s.CreatedAt, &s.UpdatedAt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return loremnews.Errorf(loremnews.ENOTFOUND, "Session not found.")
@@ -72,12 +73,13 @@ func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
 	return nil
 }
 
-// UserSessions lists a user's signed-in browsers, most recently active first.
-func (db *DB) UserSessions(ctx context.Context, userID int64) ([]*loremnews.Session, error) {
+// UserSessions lists a user's live signed-in browsers, most recently active first.
+func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.SessionLimits) ([]*loremnews.Session, error) {
 	var sessions []*loremnews.Session
+	activeAfter, createdAfter := limits.Cutoffs(db.now())
 	err := db.read(ctx, func(q querier) error {
 		rows, err := q.QueryContext(ctx, `SELECT id, user_id, user_agent, ip_address, created_at, updated_at
-			FROM sessions WHERE user_id = ? ORDER BY updated_at DESC, id DESC`, userID)
+			FROM sessions WHERE user_id = ? AND updated_at > ? AND created_at > ? ORDER BY updated_at DESC, id DESC`, userID, activeAfter, createdAfter)
 		if err != nil {
 			return err
 		}
@@ -110,4 +112,23 @@ func (db *DB) DeleteSession(ctx context.Context, id int64) error {
 		return fmt.Errorf("delete session %d: %w", id, err)
 	}
 	return nil
+}
+
+// DeleteExpiredSessions deletes the sessions past limits. It scans the
+// table: it runs now and then (serve runs it hourly), not per request.
+func (db *DB) DeleteExpiredSessions(ctx context.Context, limits loremnews.SessionLimits) (int64, error) {
+	var n int64
+	activeAfter, createdAfter := limits.Cutoffs(db.now())
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE updated_at <= ? OR created_at <= ?`, activeAfter, createdAfter)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete expired sessions: %w", err)
+	}
+	return n, nil
 }

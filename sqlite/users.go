@@ -113,6 +113,27 @@ func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passw
 	return u, nil
 }
 
+// ChangePassword sets the password digest and deletes the user's other
+// sessions in the same transaction, so no browser signed in with the old
+// password outlives the change.
+func (db *DB) ChangePassword(ctx context.Context, id int64, passwordDigest string, keepSessionID int64) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE users SET password_digest = ?, updated_at = ? WHERE id = ?`, passwordDigest, db.now(), id)
+		if err != nil {
+			return err
+		}
+		if err := mustAffect(res, "User"); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = ? AND id <> ?`, id, keepSessionID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("change password of user %d: %w", id, err)
+	}
+	return nil
+}
+
 // DeleteUser removes the user; foreign keys cascade to their sessions, posts
 // and comments. Comments they left on other users' posts are counted in
 // those posts' comments_count, so those counters are fixed first, in the

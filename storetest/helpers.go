@@ -125,7 +125,7 @@ func testExportLoad(t *testing.T, open Opener) {
 	if _, _, err := dst.PostPage(ctx, 3); loremnews.ErrorCode(err) != loremnews.EGONE {
 		t.Fatalf("deleted post in the copy: %v, want EGONE", err)
 	}
-	s, owner, err := dst.FindSessionByTokenDigest(ctx, []byte("token-digest"))
+	s, owner, err := dst.FindSessionByTokenDigest(ctx, []byte("token-digest"), loremnews.SessionLimits{})
 	if err != nil || owner.ID != u.ID || s.UserAgent != "UA" {
 		t.Fatalf("session in the copy = %+v %+v, %v", s, owner, err)
 	}

@@ -172,6 +172,11 @@ func TestUsageErrors(t *testing.T) {
 		"bad log level":     {args: []string{"serve", "--log-level", "loud"}, want: "invalid --log-level"},
 		"negative users":    {args: []string{"seed", "--db", filepath.Join(dir, "x.db"), "--users", "0"}, want: "--users must be at least 1"},
 		"bcrypt cost range": {args: []string{"serve", "--bcrypt-cost", "99"}, want: "--bcrypt-cost must be between"},
+		"bad proxies":       {args: []string{"serve", "--trusted-proxies", "10.0.0.0/8,proxy.local"}, want: `invalid --trusted-proxies: "proxy.local"`},
+		"bad proxies env":   {args: []string{"serve"}, env: map[string]string{"LOREM_TRUSTED_PROXIES": "10.0.0.0/33"}, want: "invalid --trusted-proxies"},
+		"short secret key":  {args: []string{"serve"}, env: map[string]string{"LOREM_SECRET_KEY": "short"}, want: "--secret-key must be at least 32 characters"},
+		"zero session idle": {args: []string{"serve", "--session-idle", "0s"}, want: "--session-idle and --session-lifetime must be positive"},
+		"bad metrics addr":  {args: []string{"serve", "--metrics-addr", "nowhere"}, want: "invalid --metrics-addr"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for k, v := range tc.env {
@@ -241,6 +246,9 @@ func TestUsageErrors(t *testing.T) {
 			}
 			if cmd == "serve" && !strings.Contains(out.String(), "$LOREM_ADDR") {
 				t.Errorf("serve --help does not show environment twins:\n%s", out.String())
+			}
+			if cmd == "serve" && (!strings.Contains(out.String(), "to this machine only") || !strings.Contains(out.String(), "--metrics-addr")) {
+				t.Errorf("serve --help does not say who may read /metrics:\n%s", out.String())
 			}
 		}
 	})

@@ -6,9 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"runtime/debug"
 	"time"
 
+	"github.com/loremnews/loremnews"
 	lnhttp "github.com/loremnews/loremnews/http"
 	"github.com/loremnews/loremnews/metrics"
 	"github.com/loremnews/loremnews/sqlite"
@@ -27,7 +29,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		bcryptCost       int
 		logLevel         string
 		withMetrics      bool
+		metricsAddr      string
 		withPprof        bool
+		trustedProxies   string
+		sessionIdle      time.Duration
+		sessionLifetime  time.Duration
+		secretKey        string
 		gcPercent        int
 		maxInFlight      int
 		shutdownTimeout  time.Duration
@@ -50,8 +57,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.twin("bcrypt-cost", "LOREM_BCRYPT_COST")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug (every request), info, warn, error")
 	fs.twin("log-level", "LOREM_LOG_LEVEL")
-	fs.BoolVar(&withMetrics, "metrics", true, "serve Prometheus metrics at GET /metrics (request latency by route, writer waits, pool use)")
+	fs.BoolVar(&withMetrics, "metrics", true, "serve Prometheus metrics (request latency by route, writer waits, pool use) at GET /metrics,\n      to this machine only: loopback clients that came without a proxy (see --metrics-addr)")
 	fs.twin("metrics", "LOREM_METRICS")
+	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve /metrics on this address instead, alone (e.g. 127.0.0.1:9100, or a private interface for a scraper elsewhere)")
+	fs.twin("metrics-addr", "LOREM_METRICS_ADDR")
+	fs.StringVar(&trustedProxies, "trusted-proxies", "", "reverse proxies whose X-Forwarded-For is believed, as CIDR prefixes or addresses (127.0.0.1,10.0.0.0/8);\n      from other peers the header is ignored. Sign-in limits count by the client address this gives")
+	fs.twin("trusted-proxies", "LOREM_TRUSTED_PROXIES")
+	fs.DurationVar(&sessionIdle, "session-idle", 14*24*time.Hour, "a session unused this long is signed out on the server")
+	fs.twin("session-idle", "LOREM_SESSION_IDLE")
+	fs.DurationVar(&sessionLifetime, "session-lifetime", 30*24*time.Hour, "a session is signed out this long after sign-in, however active")
+	fs.twin("session-lifetime", "LOREM_SESSION_LIFETIME")
+	fs.StringVar(&secretKey, "secret-key", "", "key (32+ characters) that signs CSRF tokens and device cookies; every process of one site needs the same.\n      Empty: random per process, so a restart makes open forms ask for a reload. Prefer the environment variable")
+	fs.twin("secret-key", "LOREM_SECRET_KEY")
 	fs.BoolVar(&withPprof, "pprof", false, "serve Go's profiler at /debug/pprof/ (loopback addresses only)")
 	fs.twin("pprof", "LOREM_PPROF")
 	fs.IntVar(&gcPercent, "gc-percent", 400, "Go GC target (GOGC): heap growth between collections, in %; the server's live heap is small, so collecting 4× less often buys CPU for requests")
@@ -86,6 +103,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if withPprof && !isLoopback(host) {
 		return &usageError{msg: "--pprof is only allowed on a loopback --addr", usage: fs.usage}
 	}
+	proxies, err := lnhttp.ParseTrustedProxies(trustedProxies)
+	if err != nil {
+		return &usageError{msg: fmt.Sprintf("invalid --trusted-proxies: %v", err), usage: fs.usage}
+	}
+	if sessionIdle <= 0 || sessionLifetime <= 0 {
+		return &usageError{msg: "--session-idle and --session-lifetime must be positive", usage: fs.usage}
+	}
+	if secretKey != "" && len(secretKey) < 32 {
+		return &usageError{msg: "--secret-key must be at least 32 characters (e.g. openssl rand -hex 32)", usage: fs.usage}
+	}
+	if metricsAddr != "" {
+		if !withMetrics {
+			return &usageError{msg: "--metrics-addr needs --metrics", usage: fs.usage}
+		}
+		if _, _, err := net.SplitHostPort(metricsAddr); err != nil {
+			return &usageError{msg: fmt.Sprintf("invalid --metrics-addr %q: %v", metricsAddr, err), usage: fs.usage}
+		}
+	}
 	if gcPercent < -1 || gcPercent == 0 {
 		return &usageError{msg: "--gc-percent must be positive (or -1 to turn the collector off)", usage: fs.usage}
 	}
@@ -119,15 +154,22 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	cfg := lnhttp.Config{
-		Benchmarking:  benchmarking,
-		SecureCookies: secureCookies,
-		BcryptCost:    bcryptCost,
-		Logger:        log,
-		MaxInFlight:   maxInFlight,
+		Benchmarking:    benchmarking,
+		SecureCookies:   secureCookies,
+		BcryptCost:      bcryptCost,
+		Logger:          log,
+		MaxInFlight:     maxInFlight,
+		TrustedProxies:  proxies,
+		SessionIdle:     sessionIdle,
+		SessionLifetime: sessionLifetime,
+		SecretKey:       []byte(secretKey),
 	}
 	if m != nil {
 		m.Watch(db)
-		cfg.Observer, cfg.Metrics = m, m.Handler()
+		cfg.Observer = m
+		if metricsAddr == "" {
+			cfg.Metrics = m.Handler()
+		}
 	}
 	if withPprof {
 		cfg.Profiler = pprofHandler()
@@ -141,6 +183,29 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	srv := lnhttp.NewServer(handler)
+	var metricsSrv *lnhttp.Server
+	if metricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.Handler())
+		mln, err := net.Listen("tcp", metricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on --metrics-addr %s: %w", metricsAddr, err)
+		}
+		metricsSrv = lnhttp.NewServer(mux)
+		go func() {
+			if err := metricsSrv.Serve(mln); err != nil {
+				log.Error("metrics server", "err", err)
+			}
+		}()
+		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", mln.Addr())
+	}
+	if len(secretKey) == 0 {
+		log.Info("no --secret-key: CSRF tokens and device cookies are signed with a random key for this process only")
+	}
+	purgeCtx, stopPurge := context.WithCancel(ctx)
+	defer stopPurge()
+	go purgeExpiredSessions(purgeCtx, db, handler.SessionLimits(), log)
 	if benchmarking {
 		log.Warn("benchmarking endpoints are ON: POST /benchmarking/{action} creates and deletes data at random without signing in")
 	}
@@ -160,10 +225,38 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	log.Info("shutting down: finishing requests in flight", "timeout", shutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
+	if metricsSrv != nil {
+		defer metricsSrv.Shutdown(sctx)
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return <-serveErr
+}
+
+// sessionPurgeEvery is how often serve deletes expired session rows. They
+// already sign no one in; purging keeps the table from growing forever.
+const sessionPurgeEvery = time.Hour
+
+// purgeExpiredSessions deletes the sessions past limits now and then every
+// sessionPurgeEvery, until ctx ends.
+func purgeExpiredSessions(ctx context.Context, db loremnews.SessionStore, limits loremnews.SessionLimits, log *slog.Logger) {
+	t := time.NewTicker(sessionPurgeEvery)
+	defer t.Stop()
+	for {
+		n, err := db.DeleteExpiredSessions(ctx, limits)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("purge expired sessions", "err", err)
+		case n > 0:
+			log.Info("purged expired sessions", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func isLoopback(host string) bool {

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/sqlite"
+)
+
+// startServe runs serve with args until the test ends and returns its
+// stdout once it listens.
+func startServe(t *testing.T, args ...string) (base string, stdout *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout = &syncBuffer{}
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), stdout, &stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not shut down")
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := listenRe.FindStringSubmatch(stdout.String()); m != nil {
+			return m[1], stdout
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited early: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not start\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func getStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestServePurgesExpiredSessions: serve deletes session rows past
+// --session-lifetime (here a 90-day-old one) when it starts.
+func TestServePurgesExpiredSessions(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "sessions.sqlite3")
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, sqlite.Config{DSN: dbPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	ds := &loremnews.Dataset{
+		Users: []*loremnews.User{{ID: 1, ScreenName: "old_timer", PasswordDigest: "x", CreatedAt: now, UpdatedAt: now, LastSeenAt: now}},
+		Sessions: []*loremnews.Session{
+			{ID: 1, UserID: 1, TokenDigest: []byte("ninety-days"), CreatedAt: now.Add(-90 * 24 * time.Hour), UpdatedAt: now.Add(-90 * 24 * time.Hour)},
+			{ID: 2, UserID: 1, TokenDigest: []byte("today"), CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-time.Hour)},
+		},
+	}
+	if err := db.LoadDataset(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	startServe(t, "--db", dbPath)
+	check, err := sqlite.Open(ctx, sqlite.Config{DSN: dbPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer check.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		list, err := check.UserSessions(ctx, 1, loremnews.SessionLimits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) == 1 && list[0].ID == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions after 30 s of serve: %d, want only the live one", len(list))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var metricsListenRe = regexp.MustCompile(`metrics on (http://\S+)`)
+
+// TestMetricsAddr: with --metrics-addr, /metrics is served there and not
+// on the site's address; without it, the site's address serves it to
+// this machine.
+func TestMetricsAddr(t *testing.T) {
+	dir := t.TempDir()
+	base, _ := startServe(t, "--db", filepath.Join(dir, "a.sqlite3"))
+	if got := getStatus(t, base+"/metrics"); got != 200 {
+		t.Fatalf("GET /metrics from loopback = %d, want 200", got)
+	}
+	base, stdout := startServe(t, "--db", filepath.Join(dir, "b.sqlite3"), "--metrics-addr", "127.0.0.1:0")
+	m := metricsListenRe.FindStringSubmatch(stdout.String())
+	if m == nil {
+		t.Fatalf("no metrics address printed: %s", stdout.String())
+	}
+	if got := getStatus(t, base+"/metrics"); got != 404 {
+		t.Fatalf("GET /metrics on the site = %d, want 404", got)
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "loremnews_") {
+		t.Fatalf("GET %s = %d\n%.500s", m[1], resp.StatusCode, body)
+	}
+}
