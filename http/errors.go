@@ -83,7 +83,7 @@ func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, err error)
 	h.render(w, r, status, &errorPage{basePage: basePage{Title: title}, Message: msg})
 }
 
-func notFound(msg string) error  { return loremnews.Errorf(loremnews.ENOTFOUND, "%s", msg) }
+func notFound(msg string) error { return loremnews.Errorf(loremnews.ENOTFOUND, "%s", msg) }
 
 // badRequestError is a request the web layer cannot read (a malformed
 // query parameter): 400. It is not a domain error, so it lives here.
@@ -92,4 +92,4 @@ type badRequestError struct{ msg string }
 func (e *badRequestError) Error() string { return e.msg }
 
 func badRequest(msg string) error { return &badRequestError{msg} }
-func forbidden(msg string) error { return loremnews.Errorf(loremnews.EFORBIDDEN, "%s", msg) }
+func forbidden(msg string) error  { return loremnews.Errorf(loremnews.EFORBIDDEN, "%s", msg) }

@@ -35,11 +35,11 @@ func (p *authPage) view() templ.Component {
 	}
 	return authView(p)
 }
-func (p *userPage) view() templ.Component        { return userView(p) }
-func (p *userFormPage) view() templ.Component    { return userFormView(p) }
-func (p *errorPage) view() templ.Component       { return errorView(p) }
-func (p *confirmPage) view() templ.Component     { return confirmView(p) }
-func (p *userListPage) view() templ.Component    { return userListView(p) }
+func (p *userPage) view() templ.Component     { return userView(p) }
+func (p *userFormPage) view() templ.Component { return userFormView(p) }
+func (p *errorPage) view() templ.Component    { return errorView(p) }
+func (p *confirmPage) view() templ.Component  { return confirmView(p) }
+func (p *userListPage) view() templ.Component { return userListView(p) }
 
 // basePage is what the layout needs on every page.
 type basePage struct {
