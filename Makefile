@@ -26,7 +26,7 @@ GO ?= go
 DB ?= storage/loremnews.sqlite3
 ADDR ?= 127.0.0.1:3000
 
-.PHONY: build build-plain generate run test test-deps lint bench bench-postgres bench-quick clean
+.PHONY: build build-plain generate run test test-deps lint audit bench bench-postgres bench-quick clean
 
 build:
 	$(GO) build -o bin/loremnews ./cmd/loremnews
@@ -56,6 +56,13 @@ lint: test-deps
 # in test-artifacts/.
 test: test-deps lint
 	LOREM_TEST_ARTIFACTS=$(CURDIR)/test-artifacts $(GO) test -race -count=1 -timeout 30m ./...
+
+# Lighthouse (SEO, best practices, accessibility), axe and the Nu HTML
+# checker against a seeded site: the front page, a post and a signed-in
+# user's own page. Needs Node, Java and Chromium; installs the pinned npm
+# tools into bin/audit. About a minute; not part of make test.
+audit:
+	scripts/audit
 
 # The full experiment (about 12 minutes): every profile, plus split on a binary
 # without the compile-time options, three 10 s runs each at c=20, then a

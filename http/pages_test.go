@@ -1,9 +1,11 @@
 package http_test
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
 	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -12,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/loremnews/loremnews"
+	lnhttp "github.com/loremnews/loremnews/http"
 )
 
 var (
@@ -53,7 +56,7 @@ func TestFrontPagePaging(t *testing.T) {
 			}
 			seen = append(seen, id)
 		}
-		path = more(r.body)["More"]
+		path = more(r.body)["More posts"]
 		if pages == 0 {
 			// While the reader is on page one, its last post and a post of
 			// page two are deleted and a new post is written: page two still
@@ -322,4 +325,43 @@ func TestSessionsTable(t *testing.T) {
 	if strings.Contains(r.body, "<th></th>") {
 		t.Error("an empty table header cell")
 	}
+}
+
+func TestGzip(t *testing.T) {
+	get := func(site *testSite, path string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, site.srv.URL+path, nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		// A transport of its own that leaves the body compressed.
+		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	t.Run("OffByDefault", func(t *testing.T) {
+		site := newTestSite(t, siteOptions{})
+		if enc := get(site, "/").Header.Get("Content-Encoding"); enc != "" {
+			t.Fatalf("Content-Encoding %q without --gzip", enc)
+		}
+	})
+	t.Run("On", func(t *testing.T) {
+		site := newTestSite(t, siteOptions{handler: lnhttp.Config{Gzip: true}})
+		resp := get(site, "/")
+		if enc := resp.Header.Get("Content-Encoding"); enc != "gzip" {
+			t.Fatalf("Content-Encoding %q with --gzip", enc)
+		}
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(zr)
+		if err != nil || !strings.Contains(string(body), "Newest posts") {
+			t.Fatalf("decompressed page: %v\n%.300s", err, body)
+		}
+		if get(site, "/favicon.ico").Header.Get("Content-Encoding") != "" {
+			t.Error("the icon (already compressed) was gzipped")
+		}
+	})
 }

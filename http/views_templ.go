@@ -509,7 +509,7 @@ func indexView(p *indexPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = moreLink(p.More, "More").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = moreLink(p.More, "More posts").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
