@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -381,6 +382,78 @@ func testKeysetPaging(t *testing.T, open Opener) {
 		}, func(i int) int64 {
 			return MustCreateComment(t, db, target.ID, alice.ID, fmt.Sprintf("A newer comment %d", i)).ID
 		}, func(id int64) error { return db.DeleteComment(ctx, id) })
+	})
+	t.Run("ConcurrentChurn", func(t *testing.T) {
+		// A writer inserts and deletes posts while the front page is walked
+		// page by page, for real at the same time: every post there before
+		// the walk and never deleted is shown exactly once, in order.
+		var before []int64
+		for i := range 60 {
+			before = append(before, MustCreatePost(t, db, bob.ID, fmt.Sprintf("Churned post %02d", i)).ID)
+		}
+		var (
+			mu      sync.Mutex
+			deleted = map[int64]bool{}
+			stop    = make(chan struct{})
+			done    = make(chan error, 1)
+		)
+		go func() {
+			var err error
+			defer func() { done <- err }()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err = db.CreatePost(ctx, bob.ID, loremnews.PostInput{Title: fmt.Sprintf("Churn newcomer %d", i)}); err != nil {
+					return
+				}
+				if id := before[(i*7)%len(before)]; i%2 == 0 {
+					mu.Lock()
+					gone := deleted[id]
+					deleted[id] = true
+					mu.Unlock()
+					if !gone {
+						if err = db.DeletePost(ctx, id); err != nil {
+							return
+						}
+					}
+				}
+			}
+		}()
+		seen := map[int64]bool{}
+		last := int64(math.MaxInt64)
+		for pages := 0; ; pages++ {
+			if pages > 1000 {
+				t.Fatal("still paging after 1000 pages")
+			}
+			ps, err := db.PostsBefore(ctx, last, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range ps {
+				if p.ID >= last || seen[p.ID] {
+					t.Fatalf("post %d out of order or repeated (cursor %d)", p.ID, last)
+				}
+				seen[p.ID], last = true, p.ID
+			}
+			if len(ps) < 5 {
+				break
+			}
+		}
+		close(stop)
+		if err := <-done; err != nil {
+			t.Fatalf("writer: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range before {
+			if !deleted[id] && !seen[id] {
+				t.Errorf("post %d, never deleted, was never shown", id)
+			}
+		}
+		MustBeConsistent(t, db)
 	})
 	t.Run("CountsFollowChanges", func(t *testing.T) {
 		u, _, _, err := db.UserPage(ctx, alice.ID, 0)
