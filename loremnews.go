@@ -103,16 +103,25 @@ func (in *PostInput) Normalize() {
 
 // Validate reports the first rule the input breaks as an EINVALID error.
 func (in PostInput) Validate() error {
-	if err := validText("Title", in.Title, MinTitleLen, MaxTitleLen); err != nil {
+	if err := ValidateTitle(in.Title); err != nil {
 		return err
 	}
-	if !utf8.ValidString(in.Description) {
+	return ValidateDescription(in.Description)
+}
+
+// ValidateTitle checks a post's title alone, so a form can report it
+// beside the title field along with any other field's problem.
+func ValidateTitle(title string) error { return validText("Title", title, MinTitleLen, MaxTitleLen) }
+
+// ValidateDescription checks a post's description alone.
+func ValidateDescription(d string) error {
+	if !utf8.ValidString(d) {
 		return Errorf(EINVALID, "Description is not valid UTF-8 text.")
 	}
-	if hasControl(in.Description, true) {
+	if hasControl(d, true) {
 		return Errorf(EINVALID, "Description contains control characters.")
 	}
-	if utf8.RuneCountInString(in.Description) > MaxDescriptionLen {
+	if utf8.RuneCountInString(d) > MaxDescriptionLen {
 		return Errorf(EINVALID, "Description is too long (maximum is %d characters).", MaxDescriptionLen)
 	}
 	return nil

@@ -14,6 +14,9 @@ import (
 // its field.
 type fieldErrors map[string]string
 
+// Error makes a form's problems an error, to return from a validation.
+func (e fieldErrors) Error() string { return e.summary() }
+
 // summary is the line above a form that failed: how many fields to fix.
 func (e fieldErrors) summary() string {
 	if len(e) == 1 {
@@ -70,6 +73,14 @@ func (p *postPage) commentErrors() fieldErrors {
 		return nil
 	}
 	return fieldErrors{"comment-body": p.CommentError}
+}
+
+// errors ties an edited comment's message to the comment box.
+func (p *commentFormPage) errors() fieldErrors {
+	if p.Error == "" {
+		return nil
+	}
+	return fieldErrors{"comment-body": p.Error}
 }
 
 // browserName summarises a User-Agent header as people name browsers:

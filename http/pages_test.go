@@ -365,3 +365,31 @@ func TestGzip(t *testing.T) {
 		}
 	})
 }
+
+func TestPostFormErrorsAtTheirFields(t *testing.T) {
+	site := newTestSite(t, siteOptions{})
+	b := site.browser()
+	b.signIn(0)
+	r := b.post("/posts", url.Values{"title": {"abc"}, "description": {"bell \x07 inside"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantBody(t, r, "Please fix the 2 problems below.",
+		`<p class="error field-error" id="post-title-error">Title is too short (minimum is 5 characters).</p>`,
+		`<p class="error field-error" id="post-description-error">Description contains control characters.</p>`)
+	title := regexp.MustCompile(`<input id="post-title"[^>]*>`).FindString(r.body)
+	desc := regexp.MustCompile(`<textarea id="post-description"[^>]*>`).FindString(r.body)
+	if !strings.Contains(title, `aria-invalid="true"`) || !strings.Contains(title, `aria-describedby="post-title-error"`) || !strings.Contains(title, "autofocus") ||
+		!strings.Contains(desc, `aria-invalid="true"`) || strings.Contains(desc, "autofocus") {
+		t.Fatalf("fields:\n%s\n%s", title, desc)
+	}
+	// Only the description wrong: it gets the focus, the title is not marked.
+	r = b.post("/posts", url.Values{"title": {"A fine title"}, "description": {"bell \x07 inside"}})
+	title = regexp.MustCompile(`<input id="post-title"[^>]*>`).FindString(r.body)
+	desc = regexp.MustCompile(`<textarea id="post-description"[^>]*>`).FindString(r.body)
+	if strings.Contains(title, "aria-invalid") || strings.Contains(title, "autofocus") || !strings.Contains(desc, "autofocus") {
+		t.Fatalf("fields:\n%s\n%s", title, desc)
+	}
+	// The store's verdict (a taken title) is the title's.
+	r = b.post("/posts", url.Values{"title": {site.ds.Posts[0].Title}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantBody(t, r, `id="post-title-error">Title has already been taken.</p>`)
+}

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -33,7 +34,24 @@ type postFormPage struct {
 	basePage
 	Action, Submit, Cancel string
 	Form                   loremnews.PostInput
-	Error                  string
+	Errors                 fieldErrors // by field id: post-title, post-description
+}
+
+var postFields = []string{"post-title", "post-description"}
+
+// validatePost checks every field of the post form, each on its own.
+func validatePost(in loremnews.PostInput) error {
+	errs := fieldErrors{}
+	if err := loremnews.ValidateTitle(in.Title); err != nil {
+		errs["post-title"] = loremnews.ErrorMessage(err)
+	}
+	if err := loremnews.ValidateDescription(in.Description); err != nil {
+		errs["post-description"] = loremnews.ErrorMessage(err)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
 }
 
 // index lists the newest posts, then pages back through older ones as
@@ -138,7 +156,7 @@ func (h *Handler) createPost(w http.ResponseWriter, r *http.Request) {
 		h.renderPostForm(w, r, err, &postFormPage{basePage: basePage{Title: "New post"},
 			Action: "/posts", Submit: "Create post", Cancel: "/", Form: in})
 	}
-	if err := in.Validate(); err != nil {
+	if err := validatePost(in); err != nil {
 		fail(err)
 		return
 	}
@@ -150,14 +168,20 @@ func (h *Handler) createPost(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, fmt.Sprintf("/posts/%d", post.ID), http.StatusSeeOther)
 }
 
-// renderPostForm shows the form again with the error (422), or the error
-// page for anything that is not a validation error.
+// renderPostForm shows the form again with every field's error (422), or
+// the error page for anything that is not a validation error. The store's
+// one validation error, a taken title, belongs to the title.
 func (h *Handler) renderPostForm(w http.ResponseWriter, r *http.Request, err error, page *postFormPage) {
-	if loremnews.ErrorCode(err) != loremnews.EINVALID {
+	var errs fieldErrors
+	switch {
+	case errors.As(err, &errs):
+	case loremnews.ErrorCode(err) == loremnews.EINVALID:
+		errs = fieldErrors{"post-title": loremnews.ErrorMessage(err)}
+	default:
 		h.renderError(w, r, err)
 		return
 	}
-	page.Error = loremnews.ErrorMessage(err)
+	page.Errors = errs
 	h.render(w, r, statusFor(loremnews.EINVALID), page)
 }
 
@@ -199,7 +223,7 @@ func (h *Handler) updatePost(w http.ResponseWriter, r *http.Request) {
 		h.renderPostForm(w, r, err, &postFormPage{basePage: basePage{Title: "Edit post"},
 			Action: fmt.Sprintf("/posts/%d", post.ID), Submit: "Save post", Cancel: fmt.Sprintf("/posts/%d", post.ID), Form: in})
 	}
-	if err := in.Validate(); err != nil {
+	if err := validatePost(in); err != nil {
 		fail(err)
 		return
 	}
