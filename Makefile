@@ -26,7 +26,7 @@ GO ?= go
 DB ?= storage/loremnews.sqlite3
 ADDR ?= 127.0.0.1:3000
 
-.PHONY: build build-plain generate run test test-deps lint vulncheck bench bench-postgres bench-quick clean
+.PHONY: build build-plain generate run test test-deps lint vulncheck audit bench bench-postgres bench-quick clean
 
 build:
 	$(GO) build -o bin/loremnews ./cmd/loremnews
@@ -72,6 +72,13 @@ vulncheck:
 	elif [ $$rc -ne 0 ] && ! echo "$$out" | grep -q "^Vulnerability #"; then \
 		echo "make vulncheck: govulncheck $(GOVULNCHECK_VERSION) did not run (see above); nothing was checked."; \
 	fi; exit $$rc
+
+# Lighthouse (SEO, best practices, accessibility), axe and the Nu HTML
+# checker against a seeded site: the front page, a post and a signed-in
+# user's own page. Needs Node, Java and Chromium; installs the pinned npm
+# tools into bin/audit. About a minute; not part of make test.
+audit:
+	scripts/audit
 
 # The full experiment (about 16 minutes): every profile, plus split on a binary
 # without the compile-time options, three 10 s runs each at c=20, then a

@@ -23,6 +23,12 @@ type User struct {
 	PostsCount     int
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+
+	// CommentsCount is the number of the user's comments, filled in only by
+	// UserPage, which counts them in the snapshot it lists them from. It is
+	// counted, not cached: a cached count would add a write on every other
+	// user's row each time a post's comments go with the post.
+	CommentsCount int
 }
 
 // Post is a story submitted by a user. CommentsCount is a counter cache, like
@@ -97,16 +103,25 @@ func (in *PostInput) Normalize() {
 
 // Validate reports the first rule the input breaks as an EINVALID error.
 func (in PostInput) Validate() error {
-	if err := validText("Title", in.Title, MinTitleLen, MaxTitleLen); err != nil {
+	if err := ValidateTitle(in.Title); err != nil {
 		return err
 	}
-	if !utf8.ValidString(in.Description) {
+	return ValidateDescription(in.Description)
+}
+
+// ValidateTitle checks a post's title alone, so a form can report it
+// beside the title field along with any other field's problem.
+func ValidateTitle(title string) error { return validText("Title", title, MinTitleLen, MaxTitleLen) }
+
+// ValidateDescription checks a post's description alone.
+func ValidateDescription(d string) error {
+	if !utf8.ValidString(d) {
 		return Errorf(EINVALID, "Description is not valid UTF-8 text.")
 	}
-	if hasControl(in.Description, true) {
+	if hasControl(d, true) {
 		return Errorf(EINVALID, "Description contains control characters.")
 	}
-	if utf8.RuneCountInString(in.Description) > MaxDescriptionLen {
+	if utf8.RuneCountInString(d) > MaxDescriptionLen {
 		return Errorf(EINVALID, "Description is too long (maximum is %d characters).", MaxDescriptionLen)
 	}
 	return nil
@@ -255,8 +270,15 @@ type UserStore interface {
 	// fixing the comment counters of other users' posts in the same transaction.
 	DeleteUser(ctx context.Context, id int64) error
 	// UserPage loads a user's own posts and comments (with post titles),
-	// newest first, at most limit of each.
+	// newest first, at most limit of each, from one snapshot, with the user's
+	// CommentsCount counted in it.
 	UserPage(ctx context.Context, id int64, limit int) (*User, []*Post, []*Comment, error)
+	// UserPosts and UserComments page on through a user's posts and
+	// comments, newest first: at most limit rows with id < beforeID (the
+	// last id the previous page showed). Keyset paging: a row inserted or
+	// deleted meanwhile never shifts the rows of the next page.
+	UserPosts(ctx context.Context, userID, beforeID int64, limit int) ([]*Post, error)
+	UserComments(ctx context.Context, userID, beforeID int64, limit int) ([]*Comment, error)
 }
 
 // PostStore reads and writes posts.
@@ -267,6 +289,9 @@ type PostStore interface {
 	DeletePost(ctx context.Context, id int64) error
 	// RecentPosts lists the newest posts with their authors.
 	RecentPosts(ctx context.Context, limit int) ([]*Post, error)
+	// PostsBefore lists the newest posts with id < beforeID, with their
+	// authors: the front page's next page, keyset-paged like UserPosts.
+	PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*Post, error)
 	// PostsFrom lists posts with id ≥ fromID in id order, with their authors.
 	PostsFrom(ctx context.Context, fromID int64, limit int) ([]*Post, error)
 	// PostPage loads a post with its author and its comments (newest first)

@@ -20,6 +20,7 @@ type authPage struct {
 	ScreenName string
 	ReturnTo   string
 	Error      string
+	Errors     fieldErrors // sign-up: one message per invalid field
 }
 
 // safeReturnTo keeps only a path on this site, so a crafted link cannot
@@ -165,19 +166,31 @@ func (h *Handler) checkPassword(w http.ResponseWriter, r *http.Request, u *lorem
 	return nil
 }
 
+// signUp checks every field and reports all their problems at once; a
+// taken screen name is found only once the input is valid.
 func (h *Handler) signUp(w http.ResponseWriter, r *http.Request) {
 	in := loremnews.SignUpInput{ScreenName: r.PostForm.Get("screen_name"), Password: r.PostForm.Get("password")}
 	in.Normalize()
+	errs := fieldErrors{}
 	fail := func(err error) {
-		if loremnews.ErrorCode(err) != loremnews.EINVALID {
+		if err != nil && loremnews.ErrorCode(err) != loremnews.EINVALID {
 			h.renderError(w, r, err)
 			return
 		}
+		if err != nil {
+			errs["screen-name"] = loremnews.ErrorMessage(err)
+		}
 		h.render(w, r, statusFor(loremnews.EINVALID), &authPage{basePage: basePage{Title: "Sign up"}, Action: "/signup",
-			SignUp: true, ScreenName: in.ScreenName, Error: loremnews.ErrorMessage(err)})
+			SignUp: true, ScreenName: in.ScreenName, Errors: errs})
 	}
-	if err := in.Validate(); err != nil {
-		fail(err)
+	if err := loremnews.ValidateScreenName(in.ScreenName); err != nil {
+		errs["screen-name"] = loremnews.ErrorMessage(err)
+	}
+	if err := loremnews.ValidatePassword(in.Password); err != nil {
+		errs["password"] = loremnews.ErrorMessage(err)
+	}
+	if len(errs) > 0 {
+		fail(nil)
 		return
 	}
 	// Each sign-up costs a bcrypt hash and makes an account: limited per
@@ -189,16 +202,16 @@ func (h *Handler) signUp(w http.ResponseWriter, r *http.Request) {
 	}
 	digest, err := bcrypt.GenerateFromPassword([]byte(in.Password), h.cfg.BcryptCost)
 	if err != nil {
-		fail(err)
+		h.renderError(w, r, err)
 		return
 	}
 	u, err := h.store.CreateUser(r.Context(), in.ScreenName, string(digest))
 	if err != nil {
-		fail(err)
+		fail(err) // the one invalid case left: the screen name is taken
 		return
 	}
 	if err := h.startSession(w, r, u); err != nil {
-		fail(err)
+		h.renderError(w, r, err)
 		return
 	}
 	h.setFlash(w, "signed-up")

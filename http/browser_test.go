@@ -127,8 +127,15 @@ func TestBrowserJourney(t *testing.T) {
 	}
 	t.Logf("screenshot of the post page: %s (%d bytes)", shotPath, len(shot))
 
-	step("delete comment",
-		chromedp.Click("ol.comment-list li form button"),
+	step("delete comment, through its confirmation",
+		chromedp.Click("ol.comment-list li a.danger"),
+		chromedp.WaitVisible("#confirm-form"),
+	)
+	if got := text("main h1"); !strings.HasPrefix(got, "Delete this comment on") {
+		t.Fatalf("confirmation asks %q", got)
+	}
+	step("confirm",
+		chromedp.Click("#confirm-form button"),
 		chromedp.WaitVisible("p.flash"),
 	)
 	if got := text("p.flash"); got != "The comment was deleted." {

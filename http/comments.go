@@ -90,6 +90,18 @@ func (h *Handler) updateComment(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, fmt.Sprintf("/posts/%d#comment-%d", c.PostID, c.ID), http.StatusSeeOther)
 }
 
+func (h *Handler) confirmDeleteComment(w http.ResponseWriter, r *http.Request) {
+	c, err := h.ownComment(r)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, &confirmPage{basePage: basePage{Title: "Delete comment"},
+		Question: "Delete this comment on “" + c.Post.Title + "”?", Detail: c.Body,
+		Action: fmt.Sprintf("/comments/%d/delete", c.ID), Button: "Delete comment",
+		Cancel: fmt.Sprintf("/posts/%d#comment-%d", c.PostID, c.ID)})
+}
+
 func (h *Handler) deleteComment(w http.ResponseWriter, r *http.Request) {
 	c, err := h.ownComment(r)
 	if err != nil {

@@ -57,7 +57,10 @@ type errorPage struct {
 func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusFor(loremnews.ErrorCode(err))
 	var mbe *http.MaxBytesError
+	var bre *badRequestError
 	switch {
+	case errors.As(err, &bre):
+		status, err = http.StatusBadRequest, loremnews.Errorf(loremnews.EINVALID, "%s", bre.msg)
 	case errors.As(err, &mbe):
 		status = http.StatusRequestEntityTooLarge
 		err = loremnews.Errorf(loremnews.EINVALID, "The request is too large (limit %d bytes).", mbe.Limit)
@@ -88,5 +91,13 @@ func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, err error)
 	h.render(w, r, status, &errorPage{basePage: basePage{Title: title}, Message: msg})
 }
 
-func notFound(msg string) error  { return loremnews.Errorf(loremnews.ENOTFOUND, "%s", msg) }
-func forbidden(msg string) error { return loremnews.Errorf(loremnews.EFORBIDDEN, "%s", msg) }
+func notFound(msg string) error { return loremnews.Errorf(loremnews.ENOTFOUND, "%s", msg) }
+
+// badRequestError is a request the web layer cannot read (a malformed
+// query parameter): 400. It is not a domain error, so it lives here.
+type badRequestError struct{ msg string }
+
+func (e *badRequestError) Error() string { return e.msg }
+
+func badRequest(msg string) error { return &badRequestError{msg} }
+func forbidden(msg string) error  { return loremnews.Errorf(loremnews.EFORBIDDEN, "%s", msg) }

@@ -63,15 +63,19 @@ func writeEscaped(w io.Writer, s string) error {
 	return err
 }
 
-// timeAgo is <time datetime="2026-11-23T16:00:00Z">3 hours ago</time>.
-// Both parts are digits, ASCII letters, spaces and "-:+", so nothing in them
+// timeAgo is <time datetime="2026-11-23T16:00:00Z" title="23 Nov 2026
+// 16:00 UTC">3 hours ago</time>: the age to read, the date on hover. All
+// parts are digits, ASCII letters, spaces and "-:+", so nothing in them
 // needs escaping.
 type timeAgo time.Time
 
 func (t timeAgo) Render(_ context.Context, w io.Writer) error {
-	var buf [96]byte
+	var buf [128]byte
+	u := time.Time(t).UTC()
 	b := append(buf[:0], `<time datetime="`...)
-	b = time.Time(t).UTC().AppendFormat(b, time.RFC3339)
+	b = u.AppendFormat(b, time.RFC3339)
+	b = append(b, `" title="`...)
+	b = u.AppendFormat(b, "2 Jan 2006 15:04 MST")
 	b = append(b, `">`...)
 	b = appendAgo(b, time.Since(time.Time(t)))
 	b = append(b, `</time>`...)
@@ -79,9 +83,7 @@ func (t timeAgo) Render(_ context.Context, w io.Writer) error {
 	return err
 }
 
-// ago says how long ago t was, the way people say it: "3 hours ago".
-func ago(t time.Time) string { return string(appendAgo(nil, time.Since(t))) }
-
+// appendAgo says how long ago t was, the way people say it: "3 hours ago".
 func appendAgo(b []byte, d time.Duration) []byte {
 	var n time.Duration
 	var unit string
@@ -124,6 +126,8 @@ func (c count) append(b []byte) []byte {
 	}
 	return append(b, c.many...)
 }
+
+func (c count) String() string { return string(c.append(nil)) }
 
 func (c count) Render(_ context.Context, w io.Writer) error {
 	var buf [48]byte

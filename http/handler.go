@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/klauspost/compress/gzhttp"
 	"github.com/loremnews/loremnews"
 	"golang.org/x/crypto/bcrypt"
 )
@@ -70,6 +71,10 @@ type Config struct {
 	// MaxInFlight caps the requests being worked on at once (others wait
 	// their turn, first come first served); 0 means no cap.
 	MaxInFlight int
+	// Gzip compresses HTML, CSS and text responses for clients that accept
+	// it (klauspost/compress's gzhttp). Off by default: see README.md,
+	// "Compression", for its cost on the benchmark and why.
+	Gzip bool
 }
 
 // Handler is the whole site as one http.Handler.
@@ -173,7 +178,25 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		h.slots = make(chan struct{}, cfg.MaxInFlight)
 	}
 	h.routes()
-	h.root = h.recoverPanics(h.instrument(h.admit(h.securityHeaders(h.limitBody(h.mux)))))
+	inner := h.securityHeaders(h.limitBody(h.mux))
+	if cfg.Gzip {
+		// Inside admit and instrument: compressing is part of the
+		// request's work, and of its measured time. Each response carries
+		// 1–32 bytes of padding derived from its content, so its
+		// compressed size does not reveal how well an attacker's text
+		// compresses against the page's secrets (BREACH): the CSRF token
+		// sits in every signed-in page's forms.
+		gz, err := gzhttp.NewWrapper(
+			gzhttp.ContentTypes([]string{"text/html", "text/css", "text/plain"}),
+			gzhttp.SuffixETag("-gzip"),
+			gzhttp.RandomJitter(32, 0, false),
+		)
+		if err != nil {
+			return nil, fmt.Errorf("http: gzip: %w", err)
+		}
+		inner = gz(inner)
+	}
+	h.root = h.recoverPanics(h.instrument(h.admit(inner)))
 	return h, nil
 }
 

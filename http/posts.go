@@ -1,19 +1,24 @@
 package http
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/loremnews/loremnews"
 )
 
-// indexLimit is how many posts the front page lists.
+// indexLimit is how many posts a page of the front page lists.
 const indexLimit = 50
 
 type indexPage struct {
 	basePage
 	Heading string
 	Posts   []*loremnews.Post
+	// More is the URL of the next (older) page, "" on the last one.
+	More string
 }
 
 type postPage struct {
@@ -29,16 +34,74 @@ type postFormPage struct {
 	basePage
 	Action, Submit, Cancel string
 	Form                   loremnews.PostInput
-	Error                  string
+	Errors                 fieldErrors // by field id: post-title, post-description
 }
 
+var postFields = []string{"post-title", "post-description"}
+
+// validatePost checks every field of the post form, each on its own.
+func validatePost(in loremnews.PostInput) error {
+	errs := fieldErrors{}
+	if err := loremnews.ValidateTitle(in.Title); err != nil {
+		errs["post-title"] = loremnews.ErrorMessage(err)
+	}
+	if err := loremnews.ValidateDescription(in.Description); err != nil {
+		errs["post-description"] = loremnews.ErrorMessage(err)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// index lists the newest posts, then pages back through older ones as
+// Hacker News does: "More" carries the id of the last post shown
+// (/?before=950), and the next page starts below it. A post inserted or
+// deleted meanwhile never shifts what the next page shows.
 func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
-	posts, err := h.store.RecentPosts(r.Context(), indexLimit)
+	before, err := cursor(r, "before")
 	if err != nil {
 		h.renderError(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, &indexPage{Heading: "Newest posts", Posts: posts})
+	posts, err := h.store.PostsBefore(r.Context(), before, indexLimit+1)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	page := &indexPage{Heading: "Newest posts", Posts: posts}
+	if before != math.MaxInt64 {
+		page.Title, page.Heading = "Older posts", "Older posts"
+	}
+	if len(posts) > indexLimit {
+		page.Posts = posts[:indexLimit]
+		page.More = "/?before=" + strconv.FormatInt(page.Posts[indexLimit-1].ID, 10)
+	}
+	h.render(w, r, http.StatusOK, page)
+}
+
+// cursor reads a keyset cursor from the query: the id of the last row the
+// previous page showed. Absent, it is above every id (the first page).
+func cursor(r *http.Request, name string) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return math.MaxInt64, nil
+	}
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, badRequest(fmt.Sprintf("The %q in this link must be a positive whole number, as in ?%s=950; follow the More link at the bottom of a page.", name, name))
+	}
+	return id, nil
+}
+
+// postComments sends GET /posts/{id}/comments to the post's comments.
+func (h *Handler) postComments(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	http.Redirect(w, r, fmt.Sprintf("/posts/%d#comments", id), http.StatusSeeOther)
 }
 
 func (h *Handler) showPost(w http.ResponseWriter, r *http.Request) {
@@ -66,7 +129,7 @@ func (h *Handler) renderPost(w http.ResponseWriter, r *http.Request, status int,
 	}
 	me := state(r).user
 	h.render(w, r, status, &postPage{
-		basePage:     basePage{Title: post.Title},
+		basePage:     basePage{Title: post.Title, Description: excerpt(post.Description, 155)},
 		Post:         post,
 		Comments:     comments,
 		IsOwner:      me != nil && me.ID == post.UserID,
@@ -93,7 +156,7 @@ func (h *Handler) createPost(w http.ResponseWriter, r *http.Request) {
 		h.renderPostForm(w, r, err, &postFormPage{basePage: basePage{Title: "New post"},
 			Action: "/posts", Submit: "Create post", Cancel: "/", Form: in})
 	}
-	if err := in.Validate(); err != nil {
+	if err := validatePost(in); err != nil {
 		fail(err)
 		return
 	}
@@ -105,14 +168,20 @@ func (h *Handler) createPost(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, fmt.Sprintf("/posts/%d", post.ID), http.StatusSeeOther)
 }
 
-// renderPostForm shows the form again with the error (422), or the error
-// page for anything that is not a validation error.
+// renderPostForm shows the form again with every field's error (422), or
+// the error page for anything that is not a validation error. The store's
+// one validation error, a taken title, belongs to the title.
 func (h *Handler) renderPostForm(w http.ResponseWriter, r *http.Request, err error, page *postFormPage) {
-	if loremnews.ErrorCode(err) != loremnews.EINVALID {
+	var errs fieldErrors
+	switch {
+	case errors.As(err, &errs):
+	case loremnews.ErrorCode(err) == loremnews.EINVALID:
+		errs = fieldErrors{"post-title": loremnews.ErrorMessage(err)}
+	default:
 		h.renderError(w, r, err)
 		return
 	}
-	page.Error = loremnews.ErrorMessage(err)
+	page.Errors = errs
 	h.render(w, r, statusFor(loremnews.EINVALID), page)
 }
 
@@ -154,7 +223,7 @@ func (h *Handler) updatePost(w http.ResponseWriter, r *http.Request) {
 		h.renderPostForm(w, r, err, &postFormPage{basePage: basePage{Title: "Edit post"},
 			Action: fmt.Sprintf("/posts/%d", post.ID), Submit: "Save post", Cancel: fmt.Sprintf("/posts/%d", post.ID), Form: in})
 	}
-	if err := in.Validate(); err != nil {
+	if err := validatePost(in); err != nil {
 		fail(err)
 		return
 	}
@@ -163,6 +232,39 @@ func (h *Handler) updatePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, fmt.Sprintf("/posts/%d", post.ID), http.StatusSeeOther)
+}
+
+// confirmPage asks before a delete that cannot be undone: it names what
+// will be lost and holds the form that POSTs the delete.
+type confirmPage struct {
+	basePage
+	Question string // the heading: "Delete this post and its 14 comments?"
+	Detail   string // what it is, quoted: the title or the comment
+	Action   string // where the form POSTs
+	Button   string
+	Cancel   string
+	// AskPassword adds a current_password field (deleting the account).
+	AskPassword bool
+	Error       string
+}
+
+func (h *Handler) confirmDeletePost(w http.ResponseWriter, r *http.Request) {
+	post, err := h.ownPost(r)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	q := "Delete this post?"
+	switch post.CommentsCount {
+	case 0:
+	case 1:
+		q = "Delete this post and its comment?"
+	default:
+		q = fmt.Sprintf("Delete this post and its %d comments?", post.CommentsCount)
+	}
+	h.render(w, r, http.StatusOK, &confirmPage{basePage: basePage{Title: "Delete post"},
+		Question: q, Detail: post.Title, Action: fmt.Sprintf("/posts/%d/delete", post.ID),
+		Button: "Delete post", Cancel: fmt.Sprintf("/posts/%d", post.ID)})
 }
 
 func (h *Handler) deletePost(w http.ResponseWriter, r *http.Request) {

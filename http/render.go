@@ -3,17 +3,15 @@ package http
 import (
 	"bytes"
 	"context"
-	"embed"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/a-h/templ"
 	"github.com/loremnews/loremnews"
 )
-
-//go:embed static
-var staticFS embed.FS
 
 func postURL(id int64) templ.SafeURL { return templ.SafeURL("/posts/" + strconv.FormatInt(id, 10)) }
 func userURL(id int64) templ.SafeURL { return templ.SafeURL("/users/" + strconv.FormatInt(id, 10)) }
@@ -32,20 +30,71 @@ func (p *indexPage) view() templ.Component       { return indexView(p) }
 func (p *postPage) view() templ.Component        { return postView(p) }
 func (p *postFormPage) view() templ.Component    { return postFormView(p) }
 func (p *commentFormPage) view() templ.Component { return commentFormView(p) }
-func (p *authPage) view() templ.Component        { return authView(p) }
-func (p *userPage) view() templ.Component        { return userView(p) }
-func (p *userFormPage) view() templ.Component    { return userFormView(p) }
-func (p *errorPage) view() templ.Component       { return errorView(p) }
+func (p *authPage) view() templ.Component {
+	if p.SignUp {
+		return signUpView(p)
+	}
+	return authView(p)
+}
+func (p *userPage) view() templ.Component     { return userView(p) }
+func (p *userFormPage) view() templ.Component { return userFormView(p) }
+func (p *errorPage) view() templ.Component    { return errorView(p) }
+func (p *confirmPage) view() templ.Component  { return confirmView(p) }
+func (p *userListPage) view() templ.Component { return userListView(p) }
 
 // basePage is what the layout needs on every page.
 type basePage struct {
-	Title       string
+	Title string
+	// Description is the page's <meta name="description">, for search
+	// results and link previews; empty means the site's.
+	Description string
 	CurrentUser *loremnews.User
 	CSRFToken   string
 	Flash       string
 }
 
 func (b *basePage) base() *basePage { return b }
+
+const siteName = "Lorem News"
+
+// fullTitle is the <title>: "Page · Lorem News", or the site's name alone.
+func (b *basePage) fullTitle() string {
+	if b.Title == "" {
+		return siteName
+	}
+	return b.Title + " · " + siteName
+}
+
+func (b *basePage) description() string {
+	if b.Description == "" {
+		return "Lorem News: a Hacker-News-style community of posts and comments, newest first."
+	}
+	return b.Description
+}
+
+// excerpt is the start of s as one line of at most n characters, cut at a
+// word boundary when there is one: a page's description.
+func excerpt(s string, n int) string {
+	if len(s) > 4*n { // a long description: only its start matters
+		s = strings.ToValidUTF8(s[:4*n], "")
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	cut, runes := 0, 0
+	for i := range s {
+		if runes == n-1 {
+			cut = i
+			break
+		}
+		runes++
+	}
+	if sp := strings.LastIndexByte(s[:cut], ' '); sp > n/2 {
+		cut = sp
+	}
+	return s[:cut] + "…"
+}
 
 // Owns reports whether the signed-in reader is userID.
 func (b *basePage) Owns(userID int64) bool { return b.CurrentUser != nil && b.CurrentUser.ID == userID }
@@ -81,12 +130,4 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, dat
 	}
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
-}
-
-// cacheStatic lets browsers keep the stylesheet for a day.
-func cacheStatic(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "public, max-age=86400")
-		next.ServeHTTP(w, r)
-	})
 }

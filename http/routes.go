@@ -1,9 +1,6 @@
 package http
 
-import (
-	"io/fs"
-	"net/http"
-)
+import "net/http"
 
 // loopbackOnly serves next only to clients on this machine that came
 // straight here: the peer is a loopback address and the request carries no
@@ -32,12 +29,14 @@ func (h *Handler) sameOrigin(next http.HandlerFunc) http.Handler {
 
 // routes lists every route of the site in one place. HTML forms can only
 // GET and POST, so updates are POST /thing/{id} and deletes POST
-// /thing/{id}/delete. Handlers wrapped in h.form check the CSRF token;
+// /thing/{id}/delete, whose form is on the page GET /thing/{id}/delete
+// that names what will be lost. Handlers wrapped in h.form check the CSRF token;
 // h.signedIn redirects visitors to the sign-in page.
 func (h *Handler) routes() {
 	m := h.mux
-	static, _ := fs.Sub(staticFS, "static")
-	m.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
+	m.HandleFunc("GET /static/{name}", h.serveStatic)
+	m.HandleFunc("GET /favicon.ico", h.favicon)
+	m.HandleFunc("GET /robots.txt", h.robots)
 	m.HandleFunc("GET /up", h.up)
 	if h.cfg.Metrics != nil {
 		m.Handle("GET /metrics", h.loopbackOnly(h.cfg.Metrics))
@@ -59,16 +58,24 @@ func (h *Handler) routes() {
 	m.Handle("GET /posts/{id}", h.page(h.showPost))
 	m.Handle("GET /posts/{id}/edit", h.page(h.signedIn(h.editPost)))
 	m.Handle("POST /posts/{id}", h.form(h.signedIn(h.updatePost)))
+	m.Handle("GET /posts/{id}/delete", h.page(h.signedIn(h.confirmDeletePost)))
 	m.Handle("POST /posts/{id}/delete", h.form(h.signedIn(h.deletePost)))
 
+	// A failed comment leaves this URL in the address bar; reloading it
+	// (or pressing Enter there) leads back to the post.
+	m.Handle("GET /posts/{id}/comments", h.page(h.postComments))
 	m.Handle("POST /posts/{id}/comments", h.form(h.signedIn(h.createComment)))
 	m.Handle("GET /comments/{id}/edit", h.page(h.signedIn(h.editComment)))
 	m.Handle("POST /comments/{id}", h.form(h.signedIn(h.updateComment)))
+	m.Handle("GET /comments/{id}/delete", h.page(h.signedIn(h.confirmDeleteComment)))
 	m.Handle("POST /comments/{id}/delete", h.form(h.signedIn(h.deleteComment)))
 
 	m.Handle("GET /users/{id}", h.page(h.showUser))
+	m.Handle("GET /users/{id}/posts", h.page(h.userPosts))
+	m.Handle("GET /users/{id}/comments", h.page(h.userComments))
 	m.Handle("GET /users/{id}/edit", h.page(h.signedIn(h.editUser)))
 	m.Handle("POST /users/{id}", h.form(h.signedIn(h.updateUser)))
+	m.Handle("GET /users/{id}/delete", h.page(h.signedIn(h.confirmDeleteUser)))
 	m.Handle("POST /users/{id}/delete", h.form(h.signedIn(h.deleteUser)))
 	m.Handle("POST /sessions/{id}/delete", h.form(h.signedIn(h.revokeSession)))
 

@@ -54,9 +54,57 @@ func TestPublicPages(t *testing.T) {
 		wantBody(t, r, "OK")
 	})
 	t.Run("Static", func(t *testing.T) {
-		r := b.get("/static/style.css")
+		page := b.get("/")
+		css := regexp.MustCompile(`<link rel="stylesheet" href="(/static/style\.[0-9a-f]{10}\.css)">`).FindStringSubmatch(page.body)
+		if css == nil {
+			t.Fatalf("no fingerprinted stylesheet link in\n%.600s", page.body)
+		}
+		r := b.get(css[1])
 		wantStatus(t, r, 200)
 		wantBody(t, r, "--accent")
+		if got := r.header.Get("Cache-Control"); got != "public, max-age=31536000, immutable" {
+			t.Errorf("Cache-Control %q", got)
+		}
+		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/css") {
+			t.Errorf("Content-Type %q", ct)
+		}
+		// No listings, and no file under a name without its digest.
+		for _, path := range []string{"/static/", "/static/style.css", "/static/style.0000000000.css", "/static/sub/", "/static/sub/style.css"} {
+			if r := b.get(path); r.status != 404 {
+				t.Errorf("GET %s = %d, want 404", path, r.status)
+			}
+		}
+	})
+	t.Run("FaviconAndRobots", func(t *testing.T) {
+		r := b.get("/favicon.ico")
+		wantStatus(t, r, 200)
+		if ct := r.header.Get("Content-Type"); ct != "image/vnd.microsoft.icon" || !strings.HasPrefix(r.body, "\x00\x00\x01\x00") {
+			t.Errorf("favicon: %q, %q…", ct, r.body[:min(8, len(r.body))])
+		}
+		r = b.get("/robots.txt")
+		wantStatus(t, r, 200)
+		wantBody(t, r, "User-agent: *", "Disallow: /benchmarking/")
+	})
+	t.Run("HeadDetails", func(t *testing.T) {
+		for path, title := range map[string]string{
+			"/": "<title>Lorem News</title>", "/signin": "<title>Sign in · Lorem News</title>",
+			fmt.Sprintf("/posts/%d", post.ID): "<title>" + html.EscapeString(post.Title) + " · Lorem News</title>",
+		} {
+			r := b.get(path)
+			wantBody(t, r, title, `<meta name="description" content="`)
+			if regexp.MustCompile(`<meta name="description" content="\s*">`).MatchString(r.body) {
+				t.Errorf("%s: empty description", path)
+			}
+		}
+		// The post page describes the post by its first words.
+		first := strings.Fields(post.Description)[:3]
+		wantBody(t, b.get(fmt.Sprintf("/posts/%d", post.ID)), `<meta name="description" content="`+html.EscapeString(strings.Join(first, " ")))
+		// Every age says its date on hover.
+		r := b.get("/")
+		if n, m := strings.Count(r.body, "<time "), strings.Count(r.body, `<time datetime="`); n == 0 || n != m ||
+			n != len(regexp.MustCompile(`<time datetime="[^"]+" title="\d{1,2} [A-Z][a-z]{2} \d{4} \d\d:\d\d UTC">`).FindAllString(r.body, -1)) {
+			t.Errorf("times without datetime or title: %d <time>", n)
+		}
 	})
 	t.Run("SecurityHeaders", func(t *testing.T) {
 		r := b.get("/")

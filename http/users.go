@@ -3,24 +3,44 @@ package http
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/loremnews/loremnews"
 	"golang.org/x/crypto/bcrypt"
 )
 
-// userPageLimit caps the posts and the comments listed on a user page.
+// userPageLimit is how many posts and how many comments a user page lists;
+// "More" links page on through the rest.
 const userPageLimit = 100
 
 type userPage struct {
 	basePage
-	User             *loremnews.User
-	Posts            []*loremnews.Post
-	Comments         []*loremnews.Comment
-	IsSelf           bool
-	Sessions         []*loremnews.Session
-	CurrentSessionID int64
-	// DeleteError says why deleting the account was refused.
-	DeleteError string
+	User                    *loremnews.User
+	Posts                   []*loremnews.Post
+	Comments                []*loremnews.Comment
+	MorePosts, MoreComments string // URLs of the next pages, "" when all are shown
+	IsSelf                  bool
+	Sessions                []*loremnews.Session
+	CurrentSessionID        int64
+}
+
+// userListPage is one further page of a user's posts or comments.
+type userListPage struct {
+	basePage
+	User     *loremnews.User
+	Posts    []*loremnews.Post    // on a page of posts
+	Comments []*loremnews.Comment // on a page of comments
+	More     string
+	// ShowsComments tells a page of comments from one of posts.
+	ShowsComments bool
+}
+
+func userPostsURL(id, before int64) string {
+	return "/users/" + strconv.FormatInt(id, 10) + "/posts?before=" + strconv.FormatInt(before, 10)
+}
+
+func userCommentsURL(id, before int64) string {
+	return "/users/" + strconv.FormatInt(id, 10) + "/comments?before=" + strconv.FormatInt(before, 10)
 }
 
 type userFormPage struct {
@@ -39,19 +59,22 @@ func (h *Handler) showUser(w http.ResponseWriter, r *http.Request) {
 	h.renderUser(w, r, id)
 }
 
+// renderUser renders a user's first page: totals, the newest posts and
+// comments, and on the reader's own page their signed-in browsers.
 func (h *Handler) renderUser(w http.ResponseWriter, r *http.Request, id int64) {
-	h.renderUserPage(w, r, http.StatusOK, id, "")
-}
-
-// renderUserPage renders a user's page; deleteError, on the reader's own
-// page, says why deleting the account was refused.
-func (h *Handler) renderUserPage(w http.ResponseWriter, r *http.Request, status int, id int64, deleteError string) {
 	u, posts, comments, err := h.store.UserPage(r.Context(), id, userPageLimit)
 	if err != nil {
 		h.renderError(w, r, err)
 		return
 	}
-	page := &userPage{basePage: basePage{Title: u.ScreenName}, User: u, Posts: posts, Comments: comments, DeleteError: deleteError}
+	page := &userPage{basePage: basePage{Title: u.ScreenName, Description: u.ScreenName + "'s posts and comments on Lorem News."},
+		User: u, Posts: posts, Comments: comments}
+	if n := len(posts); n > 0 && u.PostsCount > n {
+		page.MorePosts = userPostsURL(u.ID, posts[n-1].ID)
+	}
+	if n := len(comments); n > 0 && u.CommentsCount > n {
+		page.MoreComments = userCommentsURL(u.ID, comments[n-1].ID)
+	}
 	if st := state(r); st.user != nil && st.user.ID == u.ID {
 		page.IsSelf, page.CurrentSessionID = true, st.session.ID
 		if page.Sessions, err = h.store.UserSessions(r.Context(), u.ID, h.sessionLimits); err != nil {
@@ -59,7 +82,77 @@ func (h *Handler) renderUserPage(w http.ResponseWriter, r *http.Request, status 
 			return
 		}
 	}
-	h.render(w, r, status, page)
+	h.render(w, r, http.StatusOK, page)
+}
+
+// userPosts pages on through a user's posts: /users/{id}/posts?before=ID.
+func (h *Handler) userPosts(w http.ResponseWriter, r *http.Request) {
+	id, before, ok := h.userListArgs(w, r)
+	if !ok {
+		return
+	}
+	posts, err := h.store.UserPosts(r.Context(), id, before, userPageLimit+1)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	page := &userListPage{Posts: posts}
+	if len(posts) > userPageLimit {
+		page.Posts = posts[:userPageLimit]
+		page.More = userPostsURL(id, page.Posts[userPageLimit-1].ID)
+	}
+	h.renderUserList(w, r, id, "Posts", page)
+}
+
+// userComments pages on through a user's comments: /users/{id}/comments?before=ID.
+func (h *Handler) userComments(w http.ResponseWriter, r *http.Request) {
+	id, before, ok := h.userListArgs(w, r)
+	if !ok {
+		return
+	}
+	comments, err := h.store.UserComments(r.Context(), id, before, userPageLimit+1)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	page := &userListPage{Comments: comments, ShowsComments: true}
+	if len(comments) > userPageLimit {
+		page.Comments = comments[:userPageLimit]
+		page.More = userCommentsURL(id, page.Comments[userPageLimit-1].ID)
+	}
+	h.renderUserList(w, r, id, "Comments", page)
+}
+
+func (h *Handler) userListArgs(w http.ResponseWriter, r *http.Request) (id, before int64, ok bool) {
+	id, err := pathID(r)
+	if err == nil {
+		before, err = cursor(r, "before")
+	}
+	if err != nil {
+		h.renderError(w, r, err)
+		return 0, 0, false
+	}
+	return id, before, true
+}
+
+// renderUserList names the user from the rows when it can (every row
+// carries its author), and looks the user up only for an empty page.
+func (h *Handler) renderUserList(w http.ResponseWriter, r *http.Request, id int64, what string, page *userListPage) {
+	switch {
+	case len(page.Posts) > 0:
+		page.User = page.Posts[0].Author
+	case len(page.Comments) > 0:
+		page.User = page.Comments[0].Author
+	default:
+		u, err := h.store.FindUserByID(r.Context(), id)
+		if err != nil {
+			h.renderError(w, r, err)
+			return
+		}
+		page.User = u
+	}
+	page.Title = what + " by " + page.User.ScreenName
+	h.render(w, r, http.StatusOK, page)
 }
 
 // self checks that the path's user is the reader.
@@ -125,6 +218,33 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, fmt.Sprintf("/users/%d", me.ID), http.StatusSeeOther)
 }
 
+// confirmDeleteUser asks before deleting the reader's account, naming what
+// goes with it, and asks for the password.
+func (h *Handler) confirmDeleteUser(w http.ResponseWriter, r *http.Request) {
+	me, err := self(r)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	h.renderDeleteAccount(w, r, http.StatusOK, me.ID, "")
+}
+
+// renderDeleteAccount renders the confirmation page; problem says why the
+// last try was refused (a wrong password).
+func (h *Handler) renderDeleteAccount(w http.ResponseWriter, r *http.Request, status int, id int64, problem string) {
+	// Counts only (limit 0): what the deletion takes with it.
+	u, _, _, err := h.store.UserPage(r.Context(), id, 0)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	h.render(w, r, status, &confirmPage{basePage: basePage{Title: "Delete account"},
+		Question: fmt.Sprintf("Delete your account with its %s and %s?",
+			plural(u.PostsCount, "post", "posts").String(), plural(u.CommentsCount, "comment", "comments").String()),
+		Detail: u.ScreenName, Action: fmt.Sprintf("/users/%d/delete", u.ID), Button: "Delete my account",
+		Cancel: fmt.Sprintf("/users/%d", u.ID), AskPassword: true, Error: problem})
+}
+
 // deleteUser deletes the reader's account once current_password confirms
 // it is them.
 func (h *Handler) deleteUser(w http.ResponseWriter, r *http.Request) {
@@ -134,7 +254,7 @@ func (h *Handler) deleteUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.checkPassword(w, r, me, r.PostForm.Get("current_password")); loremnews.ErrorCode(err) == loremnews.EINVALID {
-		h.renderUserPage(w, r, statusFor(loremnews.EINVALID), me.ID, loremnews.ErrorMessage(err))
+		h.renderDeleteAccount(w, r, statusFor(loremnews.EINVALID), me.ID, loremnews.ErrorMessage(err))
 		return
 	} else if err != nil {
 		h.renderError(w, r, err)

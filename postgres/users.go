@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -162,7 +163,9 @@ func (db *DB) DeleteUser(ctx context.Context, id int64) error {
 	return nil
 }
 
-// UserPage loads a user with their newest posts and comments.
+// UserPage loads a user with their newest posts and comments and counts
+// their comments. Like every read here it runs its statements on the pool,
+// each seeing the latest commit, not one snapshot.
 func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
 	var (
 		u        *loremnews.User
@@ -174,34 +177,87 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 			return err
 		}
 		author := &loremnews.User{ID: u.ID, ScreenName: u.ScreenName}
-		rows, err := q.Query(ctx, `SELECT p.id, p.user_id, p.title, p.comments_count, p.created_at
-			FROM posts p WHERE p.user_id = $1 ORDER BY p.id DESC LIMIT $2`, id, limit)
-		if err != nil {
+		if posts, err = queryUserPosts(ctx, q, author, math.MaxInt64, limit); err != nil {
 			return err
 		}
-		posts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Post, error) {
-			p := &loremnews.Post{Author: author}
-			return p, r.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &p.CreatedAt)
-		})
-		if err != nil {
+		if comments, err = queryUserComments(ctx, q, author, math.MaxInt64, limit); err != nil {
 			return err
 		}
-		rows, err = q.Query(ctx, `SELECT c.id, c.post_id, c.body, c.created_at, p.title
-			FROM comments c JOIN posts p ON p.id = c.post_id
-			WHERE c.user_id = $1 ORDER BY c.id DESC LIMIT $2`, id, limit)
-		if err != nil {
-			return err
-		}
-		comments, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Comment, error) {
-			c := &loremnews.Comment{UserID: id, Author: author, Post: &loremnews.Post{}}
-			err := r.Scan(&c.ID, &c.PostID, &c.Body, &c.CreatedAt, &c.Post.Title)
-			c.Post.ID = c.PostID
-			return c, err
-		})
-		return err
+		return q.QueryRow(ctx, `SELECT count(*) FROM comments WHERE user_id = $1`, id).Scan(&u.CommentsCount)
 	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("user page %d: %w", id, err)
 	}
 	return u, posts, comments, nil
+}
+
+// UserPosts lists the user's posts with id < beforeID, newest first.
+func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Post, error) {
+	var posts []*loremnews.Post
+	err := db.read(ctx, func(q querier) error {
+		author, err := findAuthor(ctx, q, userID)
+		if err != nil {
+			return err
+		}
+		posts, err = queryUserPosts(ctx, q, author, beforeID, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("posts of user %d before %d: %w", userID, beforeID, err)
+	}
+	return posts, nil
+}
+
+// UserComments lists the user's comments with id < beforeID, newest first.
+func (db *DB) UserComments(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Comment, error) {
+	var comments []*loremnews.Comment
+	err := db.read(ctx, func(q querier) error {
+		author, err := findAuthor(ctx, q, userID)
+		if err != nil {
+			return err
+		}
+		comments, err = queryUserComments(ctx, q, author, beforeID, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("comments of user %d before %d: %w", userID, beforeID, err)
+	}
+	return comments, nil
+}
+
+// findAuthor is the id and screen name of a user, or ENOTFOUND.
+func findAuthor(ctx context.Context, q querier, id int64) (*loremnews.User, error) {
+	u := &loremnews.User{ID: id}
+	err := q.QueryRow(ctx, `SELECT screen_name FROM users WHERE id = $1`, id).Scan(&u.ScreenName)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errUserNotFound
+	}
+	return u, err
+}
+
+func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Post, error) {
+	rows, err := q.Query(ctx, `SELECT p.id, p.user_id, p.title, p.comments_count, p.created_at
+		FROM posts p WHERE p.user_id = $1 AND p.id < $2 ORDER BY p.id DESC LIMIT $3`, author.ID, beforeID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Post, error) {
+		p := &loremnews.Post{Author: author}
+		return p, r.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &p.CreatedAt)
+	})
+}
+
+func queryUserComments(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
+	rows, err := q.Query(ctx, `SELECT c.id, c.post_id, c.body, c.created_at, p.title
+		FROM comments c JOIN posts p ON p.id = c.post_id
+		WHERE c.user_id = $1 AND c.id < $2 ORDER BY c.id DESC LIMIT $3`, author.ID, beforeID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Comment, error) {
+		c := &loremnews.Comment{UserID: author.ID, Author: author, Post: &loremnews.Post{}}
+		err := r.Scan(&c.ID, &c.PostID, &c.Body, &c.CreatedAt, &c.Post.Title)
+		c.Post.ID = c.PostID
+		return c, err
+	})
 }

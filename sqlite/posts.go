@@ -184,6 +184,20 @@ func (db *DB) RecentPosts(ctx context.Context, limit int) ([]*loremnews.Post, er
 	return posts, nil
 }
 
+// PostsBefore lists the newest posts with id < beforeID: a range of the
+// listing index, however deep the page, never an OFFSET scan.
+func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*loremnews.Post, error) {
+	var posts []*loremnews.Post
+	err := db.read(ctx, func(q querier) (err error) {
+		posts, err = queryPosts(ctx, q, `WHERE p.id < ? ORDER BY p.id DESC LIMIT ?`, beforeID, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("posts before %d: %w", beforeID, err)
+	}
+	return posts, nil
+}
+
 // PostsFrom lists posts with id ≥ fromID, oldest first.
 func (db *DB) PostsFrom(ctx context.Context, fromID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post

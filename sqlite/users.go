@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/loremnews/loremnews"
 )
@@ -157,8 +158,9 @@ func (db *DB) DeleteUser(ctx context.Context, id int64) error {
 	return nil
 }
 
-// UserPage loads a user with their newest posts and comments. Every row is
-// the user's own, so neither query joins users again for the author.
+// UserPage loads a user with their newest posts and comments and counts
+// their comments, all in one snapshot. Every row is the user's own, so
+// neither listing joins users again for the author.
 func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
 	var (
 		u        *loremnews.User
@@ -170,11 +172,15 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 			return err
 		}
 		author := &loremnews.User{ID: u.ID, ScreenName: u.ScreenName}
-		if posts, err = queryUserPosts(ctx, q, id, limit, author); err != nil {
+		if posts, err = queryUserPosts(ctx, q, author, math.MaxInt64, limit); err != nil {
 			return err
 		}
-		comments, err = queryUserComments(ctx, q, id, limit, author)
-		return err
+		if comments, err = queryUserComments(ctx, q, author, math.MaxInt64, limit); err != nil {
+			return err
+		}
+		// A range count of the user's entries in index_comments_on_user_id,
+		// whose first pages the listing above has just read.
+		return q.QueryRowContext(ctx, `SELECT count(*) FROM comments WHERE user_id = ?`, id).Scan(&u.CommentsCount)
 	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("user page %d: %w", id, err)
@@ -182,8 +188,53 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 	return u, posts, comments, nil
 }
 
-func queryUserPosts(ctx context.Context, q querier, userID int64, limit int, author *loremnews.User) ([]*loremnews.Post, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+postSummaryColumns+` FROM posts p WHERE p.user_id = ? ORDER BY p.id DESC LIMIT ?`, userID, limit)
+// UserPosts lists the user's posts with id < beforeID, newest first.
+func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Post, error) {
+	var posts []*loremnews.Post
+	err := db.readSnapshot(ctx, func(q querier) error {
+		author, err := findAuthor(ctx, q, userID)
+		if err != nil {
+			return err
+		}
+		posts, err = queryUserPosts(ctx, q, author, beforeID, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("posts of user %d before %d: %w", userID, beforeID, err)
+	}
+	return posts, nil
+}
+
+// UserComments lists the user's comments with id < beforeID, newest first.
+func (db *DB) UserComments(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Comment, error) {
+	var comments []*loremnews.Comment
+	err := db.readSnapshot(ctx, func(q querier) error {
+		author, err := findAuthor(ctx, q, userID)
+		if err != nil {
+			return err
+		}
+		comments, err = queryUserComments(ctx, q, author, beforeID, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("comments of user %d before %d: %w", userID, beforeID, err)
+	}
+	return comments, nil
+}
+
+// findAuthor is the id and screen name of a user, or ENOTFOUND.
+func findAuthor(ctx context.Context, q querier, id int64) (*loremnews.User, error) {
+	u := &loremnews.User{ID: id}
+	err := q.QueryRowContext(ctx, `SELECT screen_name FROM users WHERE id = ?`, id).Scan(&u.ScreenName)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
+	}
+	return u, err
+}
+
+func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Post, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+postSummaryColumns+` FROM posts p
+		WHERE p.user_id = ? AND p.id < ? ORDER BY p.id DESC LIMIT ?`, author.ID, beforeID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -199,17 +250,17 @@ func queryUserPosts(ctx context.Context, q querier, userID int64, limit int, aut
 	return posts, rows.Err()
 }
 
-func queryUserComments(ctx context.Context, q querier, userID int64, limit int, author *loremnews.User) ([]*loremnews.Comment, error) {
+func queryUserComments(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	rows, err := q.QueryContext(ctx, `SELECT c.id, c.post_id, c.body, c.created_at, p.title
 		FROM comments c JOIN posts p ON p.id = c.post_id
-		WHERE c.user_id = ? ORDER BY c.id DESC LIMIT ?`, userID, limit)
+		WHERE c.user_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`, author.ID, beforeID, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var comments []*loremnews.Comment
 	for rows.Next() {
-		c := &loremnews.Comment{UserID: userID, Author: author, Post: &loremnews.Post{}}
+		c := &loremnews.Comment{UserID: author.ID, Author: author, Post: &loremnews.Post{}}
 		if err := rows.Scan(&c.ID, &c.PostID, &c.Body, &c.CreatedAt, &c.Post.Title); err != nil {
 			return nil, err
 		}

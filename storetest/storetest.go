@@ -7,7 +7,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +33,7 @@ func Run(t *testing.T, open Opener, except ...string) {
 		{"Sessions", testSessions},
 		{"SessionLimits", testSessionLimits},
 		{"ChangePassword", testChangePassword},
+		{"KeysetPaging", testKeysetPaging},
 		{"SeedLoad", testSeedLoad},
 		{"ExportLoadRoundTrip", testExportLoad},
 		{"BenchmarkOperations", testBenchmarkOperations},
@@ -240,6 +243,236 @@ func testComments(t *testing.T, open Opener) {
 		if err != nil || u.ID != alice.ID || len(posts) != 1 || len(comments) != 1 || comments[0].Post.Title != "A post to discuss" {
 			t.Fatalf("user page = %v %v %v, %v", u, posts, comments, err)
 		}
+	})
+}
+
+// testKeysetPaging walks the front page, a user's posts and a user's
+// comments page by page while, between any two pages, rows are inserted
+// (newer than every cursor) and deleted (both already shown and not yet
+// shown). Every row that was there at the start and is still there must be
+// shown exactly once, in order; an OFFSET would skip a row for each deletion
+// behind it and show one twice for each insertion ahead of it.
+func testKeysetPaging(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	alice := MustCreateUser(t, db, "alice")
+	bob := MustCreateUser(t, db, "bob")
+	target := MustCreatePost(t, db, bob.ID, "The post everyone comments on")
+	const n, pageSize = 40, 6
+	var postIDs, commentIDs []int64
+	for i := range n {
+		postIDs = append(postIDs, MustCreatePost(t, db, alice.ID, fmt.Sprintf("Paged post %02d", i)).ID)
+		commentIDs = append(commentIDs, MustCreateComment(t, db, target.ID, alice.ID, fmt.Sprintf("Paged comment %02d", i)).ID)
+	}
+	u, posts, comments, err := db.UserPage(ctx, alice.ID, pageSize)
+	if err != nil || u.PostsCount != n || u.CommentsCount != n || len(posts) != pageSize || len(comments) != pageSize ||
+		posts[0].ID != postIDs[n-1] || comments[0].ID != commentIDs[n-1] || comments[0].Post.Title != target.Title {
+		t.Fatalf("user page: %+v, %d posts, %d comments, %v", u, len(posts), len(comments), err)
+	}
+
+	// walk pages through one listing; between pages, churn changes rows.
+	walk := func(t *testing.T, name string, ids []int64, page func(before int64) ([]int64, error),
+		insert func(i int) int64, remove func(id int64) error) {
+		deleted, unseenDeleted := map[int64]bool{}, map[int64]bool{}
+		seen := map[int64]bool{}
+		var inserted []int64
+		before := int64(math.MaxInt64)
+		for pages := 0; ; pages++ {
+			if pages > 2*n {
+				t.Fatalf("%s: still paging after %d pages", name, pages)
+			}
+			got, err := page(before)
+			if err != nil {
+				t.Fatalf("%s: page before %d: %v", name, before, err)
+			}
+			for _, id := range got {
+				if id >= before || seen[id] {
+					t.Fatalf("%s: id %d out of order or repeated (cursor %d)", name, id, before)
+				}
+				seen[id] = true
+				before = id
+			}
+			if len(got) < pageSize {
+				break
+			}
+			// Churn: newer rows, one shown row deleted, one row not yet
+			// shown deleted.
+			for range 2 {
+				inserted = append(inserted, insert(len(inserted)))
+			}
+			for _, id := range ids {
+				if seen[id] && !deleted[id] {
+					deleted[id] = true
+					if err := remove(id); err != nil {
+						t.Fatal(err)
+					}
+					break
+				}
+			}
+			for _, id := range ids {
+				if !seen[id] && !deleted[id] && id < before {
+					deleted[id], unseenDeleted[id] = true, true
+					if err := remove(id); err != nil {
+						t.Fatal(err)
+					}
+					break
+				}
+			}
+		}
+		for _, id := range ids {
+			if !deleted[id] && !seen[id] {
+				t.Errorf("%s: row %d was never shown", name, id)
+			}
+			if unseenDeleted[id] && seen[id] {
+				t.Errorf("%s: row %d was shown after it was deleted", name, id)
+			}
+		}
+		for _, id := range inserted {
+			if seen[id] {
+				t.Errorf("%s: row %d, inserted after the walk began, was shown on a later page", name, id)
+			}
+		}
+		if len(deleted) < 4 || len(inserted) < 4 {
+			t.Fatalf("%s: too little churn to prove anything: %d deleted, %d inserted", name, len(deleted), len(inserted))
+		}
+	}
+	postIDsOf := func(ps []*loremnews.Post, err error) ([]int64, error) {
+		var ids []int64
+		for _, p := range ps {
+			ids = append(ids, p.ID)
+		}
+		return ids, err
+	}
+
+	t.Run("FrontPage", func(t *testing.T) {
+		walk(t, "front page", postIDs, func(before int64) ([]int64, error) {
+			ps, err := db.PostsBefore(ctx, before, pageSize)
+			for _, p := range ps {
+				if p.Author == nil || p.Author.ScreenName == "" {
+					t.Fatalf("post %d without its author", p.ID)
+				}
+			}
+			return postIDsOf(ps, err)
+		}, func(i int) int64 {
+			return MustCreatePost(t, db, bob.ID, fmt.Sprintf("Front page newcomer %d", i)).ID
+		}, func(id int64) error { return db.DeletePost(ctx, id) })
+	})
+	t.Run("UserPosts", func(t *testing.T) {
+		var left []int64
+		for _, id := range postIDs {
+			if _, err := db.FindPostByID(ctx, id); err == nil {
+				left = append(left, id)
+			}
+		}
+		walk(t, "user posts", left, func(before int64) ([]int64, error) {
+			return postIDsOf(db.UserPosts(ctx, alice.ID, before, pageSize))
+		}, func(i int) int64 {
+			return MustCreatePost(t, db, alice.ID, fmt.Sprintf("Alice's newcomer %d", i)).ID
+		}, func(id int64) error { return db.DeletePost(ctx, id) })
+	})
+	t.Run("UserComments", func(t *testing.T) {
+		walk(t, "user comments", commentIDs, func(before int64) ([]int64, error) {
+			cs, err := db.UserComments(ctx, alice.ID, before, pageSize)
+			var ids []int64
+			for _, c := range cs {
+				if c.Post == nil || c.Post.Title != target.Title || c.Author.ScreenName != "alice" {
+					t.Fatalf("comment %d: post %+v, author %+v", c.ID, c.Post, c.Author)
+				}
+				ids = append(ids, c.ID)
+			}
+			return ids, err
+		}, func(i int) int64 {
+			return MustCreateComment(t, db, target.ID, alice.ID, fmt.Sprintf("A newer comment %d", i)).ID
+		}, func(id int64) error { return db.DeleteComment(ctx, id) })
+	})
+	t.Run("ConcurrentChurn", func(t *testing.T) {
+		// A writer inserts and deletes posts while the front page is walked
+		// page by page, for real at the same time: every post there before
+		// the walk and never deleted is shown exactly once, in order.
+		var before []int64
+		for i := range 60 {
+			before = append(before, MustCreatePost(t, db, bob.ID, fmt.Sprintf("Churned post %02d", i)).ID)
+		}
+		var (
+			mu      sync.Mutex
+			deleted = map[int64]bool{}
+			stop    = make(chan struct{})
+			done    = make(chan error, 1)
+		)
+		go func() {
+			var err error
+			defer func() { done <- err }()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err = db.CreatePost(ctx, bob.ID, loremnews.PostInput{Title: fmt.Sprintf("Churn newcomer %d", i)}); err != nil {
+					return
+				}
+				if id := before[(i*7)%len(before)]; i%2 == 0 {
+					mu.Lock()
+					gone := deleted[id]
+					deleted[id] = true
+					mu.Unlock()
+					if !gone {
+						if err = db.DeletePost(ctx, id); err != nil {
+							return
+						}
+					}
+				}
+			}
+		}()
+		seen := map[int64]bool{}
+		last := int64(math.MaxInt64)
+		for pages := 0; ; pages++ {
+			if pages > 1000 {
+				t.Fatal("still paging after 1000 pages")
+			}
+			ps, err := db.PostsBefore(ctx, last, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range ps {
+				if p.ID >= last || seen[p.ID] {
+					t.Fatalf("post %d out of order or repeated (cursor %d)", p.ID, last)
+				}
+				seen[p.ID], last = true, p.ID
+			}
+			if len(ps) < 5 {
+				break
+			}
+		}
+		close(stop)
+		if err := <-done; err != nil {
+			t.Fatalf("writer: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range before {
+			if !deleted[id] && !seen[id] {
+				t.Errorf("post %d, never deleted, was never shown", id)
+			}
+		}
+		MustBeConsistent(t, db)
+	})
+	t.Run("CountsFollowChanges", func(t *testing.T) {
+		u, _, _, err := db.UserPage(ctx, alice.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := db.UserComments(ctx, alice.ID, math.MaxInt64, 1000)
+		if err != nil || u.CommentsCount != len(cs) {
+			t.Fatalf("counted %d comments, listed %d, %v", u.CommentsCount, len(cs), err)
+		}
+		MustBeConsistent(t, db)
+	})
+	t.Run("UnknownUser", func(t *testing.T) {
+		_, err := db.UserPosts(ctx, 999, math.MaxInt64, 10)
+		wantCode(t, err, loremnews.ENOTFOUND)
+		_, err = db.UserComments(ctx, 999, math.MaxInt64, 10)
+		wantCode(t, err, loremnews.ENOTFOUND)
 	})
 }
 

@@ -37,6 +37,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		secretKey        string
 		gcPercent        int
 		maxInFlight      int
+		gzip             bool
 		shutdownTimeout  time.Duration
 		fs               = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH|postgres://…] [--profile NAME] [--benchmarking] [--seed-if-empty]",
 			"Serve Lorem News. The database is created and migrated on start.", stdout)
@@ -75,6 +76,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.twin("gc-percent", "LOREM_GC_PERCENT")
 	fs.IntVar(&maxInFlight, "max-in-flight", 0, "requests worked on at once, the rest wait their turn (0: no limit)")
 	fs.twin("max-in-flight", "LOREM_MAX_IN_FLIGHT")
+	fs.BoolVar(&gzip, "gzip", false, "gzip HTML, CSS and text for clients that accept it (off: leave it to a reverse proxy; see README, Compression)")
+	fs.twin("gzip", "LOREM_GZIP")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, how long requests in flight may take to finish")
 	fs.twin("shutdown-timeout", "LOREM_SHUTDOWN_TIMEOUT")
 	if err := fs.parse(args); err != nil {
@@ -163,6 +166,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		SessionIdle:     sessionIdle,
 		SessionLifetime: sessionLifetime,
 		SecretKey:       []byte(secretKey),
+		Gzip:            gzip,
 	}
 	if m != nil {
 		m.Watch(db)
