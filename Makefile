@@ -15,9 +15,9 @@ SQLITE_CFLAGS := -DSQLITE_DQS=0 -DSQLITE_DEFAULT_MEMSTATUS=0 -DSQLITE_DEFAULT_WA
 # allocation that it keeps. A read connection empties its cache whenever
 # another connection has committed since its last read — here, at nearly
 # every read — and with SQLite's default of 20 pages every refill went back
-# to malloc, which had returned the memory to the kernel: 9 % of the CPU in
-# page faults on user_show. +11 % on balanced, +21 % on user_show; ~10 MB
-# more RSS (benchmarks/perf/README.md, row 16).
+# to malloc, which had returned the memory to the kernel, so every refill
+# page-faulted. It costs those 2 MiB per connection; what it gained is
+# measured in benchmarks/perf/README.md (the page-cache attempt, 16).
 SQLITE_TUNING := -DSQLITE_DEFAULT_PCACHE_INITSZ=512
 export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 $(SQLITE_CFLAGS) $(SQLITE_TUNING)

@@ -74,8 +74,9 @@ type Session struct {
 	UpdatedAt   time.Time
 }
 
-// Validation limits. Minimums come from SPEC.md; maximums keep one request
-// from storing megabytes in a text column.
+// Validation limits. The minimum title and body lengths are also CHECK
+// constraints in both stores' schemas; maximums keep one request from
+// storing megabytes in a text column.
 const (
 	MinTitleLen       = 5
 	MaxTitleLen       = 200

@@ -11,7 +11,8 @@ import (
 	"github.com/loremnews/loremnews"
 )
 
-// The benchmarking endpoints of SPEC.md: POST /benchmarking/{action}, no
+// The benchmarking endpoints, as in the talk's demo app (fractaledmind/
+// wrocloverb-2024's BenchmarkingController): POST /benchmarking/{action}, no
 // session, no CSRF token, each request first touching a random user's
 // last_seen_at (inside the store call) so that every request writes; all
 // but point_read, the read alone.
@@ -31,7 +32,8 @@ var benchActions = map[string]func(h *Handler, w http.ResponseWriter, r *http.Re
 // benchActionOrder fixes the column order of the weight tables.
 var benchActionOrder = []string{"post_create", "comment_create", "post_destroy", "comment_destroy", "post_show", "posts_index", "user_show"}
 
-// benchMixes are the weights (in hundredths) of SPEC.md's three mixes, in
+// benchMixes are the weights (in hundredths) of the talk's three mixes
+// (its BenchmarkingController's read_heavy, write_heavy, balanced), in
 // benchActionOrder.
 var benchMixes = map[string][]int{
 	"read_heavy":  {10, 10, 2, 3, 25, 25, 25},

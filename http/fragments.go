@@ -13,10 +13,11 @@ import (
 // Small components for what every row of a listing repeats, written by hand
 // so the hot loops of the pages allocate little. templ compiles each
 // { expr } to fmt.Sprint(expr) followed by an escaping copy, and each call
-// of a templ component to a closure and a context value: 32 allocations per
-// row of the index. Written this way, rendering the 100-row index went from
-// 270 to 118 µs and the user page from 316 to 206 µs (benchmarks/perf, row
-// 17a; go test -bench Render ./http/).
+// of a templ component to a closure and a context value: tens of
+// allocations per row of the index. Written this way, the listings render
+// faster with far fewer allocations; the figures are in
+// benchmarks/perf/README.md (attempt 17a), measured with
+// go test -bench Render ./http/.
 // Each type's Render escapes exactly as templ's { expr } does in text
 // (html.EscapeString: & < > ' "), or writes only characters that need no
 // escaping, as said beside it.

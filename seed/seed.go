@@ -1,4 +1,4 @@
-// Package seed generates the demo data set of SPEC.md: 100 users (password
+// Package seed generates the demo data set: by default 100 users (password
 // "password"), 1,000 posts by random users with 5–10 paragraphs each, and
 // 5–15 comments per post by random users, with plausible times. The data is
 // a pure function of Config, so --seed N always gives the same database; the
@@ -14,7 +14,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// Config sizes the data set. Zero values take SPEC.md's numbers.
+// Config sizes the data set. Zero values take the defaults of the package
+// comment.
 type Config struct {
 	Users       int
 	Posts       int

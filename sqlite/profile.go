@@ -115,10 +115,10 @@ var productionPragmas = []pragma{
 	// No memory map (SQLite's default). With one, a connection whose read
 	// transaction starts after another connection committed unmaps the
 	// whole file and maps it again (pager.c: sqlite3OsUnfetch(fd, 0, 0)),
-	// and here nearly every request commits: perf showed 17 % of the
-	// server's CPU in munmap (TLB shootdowns) and the page faults that
-	// follow. Plain reads from the OS page cache are cheaper: +21 % req/s
-	// (benchmarks/perf/README.md, row 12).
+	// and here nearly every request commits, so the server's CPU went to
+	// munmap (TLB shootdowns) and the page faults that follow. Plain reads
+	// from the OS page cache are cheaper; the figures are in
+	// benchmarks/perf/README.md (the "no memory map" attempt, 12).
 	{"mmap_size", "0"},
 	// A 20 MB page cache per connection instead of 2 MB (negative = KiB).
 	{"cache_size", "-20000"},
