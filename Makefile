@@ -14,9 +14,9 @@ SQLITE_CFLAGS := -DSQLITE_DQS=0 -DSQLITE_DEFAULT_MEMSTATUS=0 -DSQLITE_DEFAULT_WA
 # each connection's page cache takes its first 512 pages (2 MiB) in one
 # allocation that it keeps. A read connection empties its cache whenever
 # another connection has committed since its last read — here, at nearly
-# every read — and with SQLite's default of 20 pages every refill went back
-# to malloc, which had returned the memory to the kernel, so every refill
-# page-faulted. It costs those 2 MiB per connection; what it gained is
+# every read — and with SQLite's default of 20 pages every refill goes back
+# to malloc, which has returned the memory to the kernel, so every refill
+# page-faults. It costs those 2 MiB per connection; what it gained is
 # measured in benchmarks/perf/README.md (the page-cache attempt, 16).
 SQLITE_TUNING := -DSQLITE_DEFAULT_PCACHE_INITSZ=512
 export CGO_ENABLED := 1

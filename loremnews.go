@@ -1,7 +1,8 @@
 // Package loremnews holds the domain of Lorem News — a Hacker-News-style site of
 // users, posts and comments — as plain types, their validation rules and the
-// store interface that the database packages (sqlite/) implement. It imports
-// nothing of HTTP or SQL, so every other package can depend on it.
+// store interface that the database packages (sqlite/ and postgres/)
+// implement. It imports nothing of HTTP or SQL, so every other package can
+// depend on it.
 package loremnews
 
 import (
@@ -239,8 +240,8 @@ func validText(field, s string, minLen, maxLen int) error {
 	return nil
 }
 
-// Store is everything the web layer needs from a database. The sqlite
-// package implements it; handlers see only this interface, so no SQL, no
+// Store is everything the web layer needs from a database. The sqlite and
+// postgres packages implement it; handlers see only this interface, so no SQL, no
 // transaction and no choice of connection pool ever appears in a handler.
 type Store interface {
 	UserStore

@@ -172,7 +172,7 @@ func (c *Config) logf(format string, args ...any) {
 	}
 }
 
-// Run runs the experiment. A setup that fails (its server does not start,
+// Execute runs the experiment. A setup that fails (its server does not start,
 // say) is reported with its error and the others still run.
 func Execute(ctx context.Context, cfg Config, commandLine string) (*Report, error) {
 	if len(cfg.Setups) == 0 || cfg.Runs < 1 || cfg.Concurrency < 1 || cfg.Duration <= 0 {

@@ -72,7 +72,7 @@ type Config struct {
 	// their turn, first come first served); 0 means no cap.
 	MaxInFlight int
 	// Gzip compresses HTML, CSS and text responses for clients that accept
-	// it (klauspost/compress's gzhttp). Off by default: see README.md,
+	// it (klauspost/compress's gzhttp). Off by default: see docs/load.md,
 	// "Compression", for its cost on the benchmark and why.
 	Gzip bool
 }

@@ -143,7 +143,8 @@ func (h *Handler) newPost(w http.ResponseWriter, r *http.Request) {
 		Action: "/posts", Submit: "Create post", Cancel: "/"})
 }
 
-// postInput reads and checks the post form.
+// postInput reads the post form and trims it; the handlers check it with
+// validatePost.
 func postInput(r *http.Request) loremnews.PostInput {
 	in := loremnews.PostInput{Title: r.PostForm.Get("title"), Description: r.PostForm.Get("description")}
 	in.Normalize()

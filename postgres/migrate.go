@@ -18,8 +18,10 @@ var migrationFS embed.FS
 const migrationLock = 0x4c4f52454d
 
 // migrate applies, in file-name order, every embedded migration not yet
-// recorded in schema_migrations, each in its own transaction with its
-// record (PostgreSQL's DDL is transactional), under an advisory lock.
+// recorded in schema_migrations, all in one transaction with their records
+// (PostgreSQL's DDL is transactional, so a failing migration leaves the
+// schema as it was), under an advisory lock held until that transaction
+// ends.
 func (db *DB) migrate(ctx context.Context) error {
 	names, err := fs.Glob(migrationFS, "migrations/*.sql")
 	if err != nil {

@@ -1,5 +1,6 @@
 // Package sqlite implements loremnews.Store on an embedded SQLite database
-// through mattn/go-sqlite3. It is the only package that knows SQL.
+// through mattn/go-sqlite3. SQL lives only in the store packages: this one
+// and postgres/, its twin on PostgreSQL.
 //
 // How connections are set up is chosen by a Profile, so the experiment can
 // run the same app on each of the setups the 2024 talk walked through (see

@@ -1,5 +1,6 @@
 // Command loremnews is Lorem News in one binary: the site (serve), its
-// database tools (seed, migrate) and facts about the build (version).
+// database tools (seed, migrate, backup, copy), the load generator (load),
+// the experiment runner (bench) and facts about the build (version).
 //
 // main only wires the process to run, which tests call directly.
 package main
