@@ -93,9 +93,12 @@ bench: build build-plain
 # c=20 (three runs) and c=256, write_heavy at c=20 and c=256, and the sweep,
 # taking turns. PostgreSQL runs on a throw-away cluster tuned for the machine
 # (pgcluster.Tuned), unless LOREM_BENCH_POSTGRES names a server. About 6 minutes.
+# Reports land in benchmarks/DATE-sqlite-vs-postgres/ (-2, -3, … if taken).
 bench-postgres: build
+	out=benchmarks/$$(date +%F)-sqlite-vs-postgres; n=2; \
+	while [ -e "$$out" ]; do out=benchmarks/$$(date +%F)-sqlite-vs-postgres-$$n; n=$$((n+1)); done; \
 	bin/loremnews bench --targets sqlite,postgres,postgres-async --sweep --interleave \
-		--scenarios balanced@256,write_heavy@20,write_heavy@256 --out benchmarks/$$(date +%F)-sqlite-vs-postgres
+		--scenarios balanced@256,write_heavy@20,write_heavy@256 --out "$$out"
 
 bench-quick: build build-plain
 	bin/loremnews bench --plain-binary bin/loremnews-plain --quick --out benchmarks/quick
