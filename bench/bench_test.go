@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews/load"
+	"github.com/loremnews/loremnews/pgcluster/pgtest"
 )
 
 func TestHistogramQuantile(t *testing.T) {
@@ -225,6 +228,7 @@ func TestExecuteEndToEnd(t *testing.T) {
 	// SQLite and PostgreSQL side by side, PostgreSQL on a throw-away
 	// cluster Execute starts and stops itself.
 	t.Run("targets=sqlite,postgres", func(t *testing.T) {
+		pgtest.SkipIfMissing(t)
 		cfg := cfg
 		cfg.Setups = []Setup{{Name: "sqlite", Binary: bin, Profile: "split"}, {Name: "postgres", Binary: bin, Postgres: true}}
 		cfg.Interleave, cfg.Ceiling = true, false
@@ -295,8 +299,8 @@ func TestReadReport(t *testing.T) {
 	if !strings.Contains(md.String(), "| naive | 1 | 1000 |") {
 		t.Fatalf("re-rendered markdown:\n%s", md.String())
 	}
-	if _, err := ReadReport(filepath.Join(dir, "missing.json")); err == nil {
-		t.Fatal("no error for a missing file")
+	if _, err := ReadReport(filepath.Join(dir, "missing.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing file: %v, want fs.ErrNotExist", err)
 	}
 }
 

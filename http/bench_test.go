@@ -15,16 +15,13 @@ import (
 // SQLite's default setup, no network: where a benchmarking request's server
 // time goes, next to the data layer's own benchmarks (sqlite/bench_test.go).
 //
-//	LOREM_TEST_BACKENDS=sqlite go test -run '^$' -bench . -count 6 ./http/ > new.txt
+//	go test -run '^$' -bench . -count 6 ./http/ > new.txt
 //	benchstat old.txt new.txt
 
 // benchSite is the full seed behind the real handler, benchmarking on.
 func benchSite(b *testing.B) (*sqlite.DB, http.Handler) {
 	b.Helper()
-	if backend != "sqlite" {
-		b.Skip("the web layer's benchmarks run on SQLite")
-	}
-	s := newTestSite(b, siteOptions{benchmarking: true, users: 100, posts: 1000})
+	s := newTestSite(b, sqliteBackend, siteOptions{benchmarking: true, users: 100, posts: 1000})
 	s.srv.Close() // requests go straight to the handler
 	return s.db.(*sqlite.DB), s.srv.Config.Handler
 }

@@ -22,8 +22,11 @@ import (
 // deleting the post and the account through their confirmation pages. On
 // every page the document must be no wider than the screen, and each page
 // is saved as a screenshot in $LOREM_TEST_ARTIFACTS.
-func TestBrowserPhone(t *testing.T) {
-	site := newTestSite(t, siteOptions{users: 10, posts: 60})
+func TestBrowserPhone(t *testing.T) { forEachBackend(t, testBrowserPhone) }
+
+func testBrowserPhone(t *testing.T, be backend) {
+	chromium := chromiumPath(t) // before the site: skip early when missing
+	site := newTestSite(t, be, siteOptions{users: 10, posts: 60})
 	ctx := context.Background()
 	// A seeded user with more comments than a user page shows at once.
 	talker := site.ds.Users[1]
@@ -35,7 +38,7 @@ func TestBrowserPhone(t *testing.T) {
 	}
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.ExecPath(chromium),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.Flag("disable-background-networking", true),
@@ -100,7 +103,7 @@ func TestBrowserPhone(t *testing.T) {
 			t.Fatal(err)
 		}
 		shots++
-		path := filepath.Join(dir, fmt.Sprintf("phone-%s-%02d-%s.png", backend, shots, name))
+		path := filepath.Join(dir, fmt.Sprintf("phone-%s-%02d-%s.png", be, shots, name))
 		if err := os.WriteFile(path, shot, 0o644); err != nil {
 			t.Fatal(err)
 		}

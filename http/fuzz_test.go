@@ -19,6 +19,8 @@ import (
 // a clear 4xx — never a 500 — and user text comes back escaped.
 
 // fuzzSite is a seeded site and a signed-in session, driven in-process.
+// It runs on SQLite: what is fuzzed is the handler's parsing and escaping,
+// the same whatever the store, and a fuzz target cannot have subtests.
 type fuzzSite struct {
 	site    *testSite
 	h       http.Handler
@@ -27,7 +29,7 @@ type fuzzSite struct {
 }
 
 func newFuzzSite(t testing.TB) *fuzzSite {
-	site := newTestSite(t, siteOptions{benchmarking: true})
+	site := newTestSite(t, sqliteBackend, siteOptions{benchmarking: true})
 	token := "fuzz-session-token-0123456789abcdefghijklmnop"
 	digest := sha256.Sum256([]byte(token))
 	if err := site.db.CreateSession(context.Background(), &loremnews.Session{UserID: site.ds.Users[0].ID, TokenDigest: digest[:]}); err != nil {

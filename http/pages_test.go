@@ -31,8 +31,10 @@ func more(body string) map[string]string {
 	return links
 }
 
-func TestFrontPagePaging(t *testing.T) {
-	site := newTestSite(t, siteOptions{users: 10, posts: 120})
+func TestFrontPagePaging(t *testing.T) { forEachBackend(t, testFrontPagePaging) }
+
+func testFrontPagePaging(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{users: 10, posts: 120})
 	b := site.browser()
 	ctx := context.Background()
 
@@ -96,8 +98,10 @@ func TestFrontPagePaging(t *testing.T) {
 	})
 }
 
-func TestUserPagePaging(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestUserPagePaging(t *testing.T) { forEachBackend(t, testUserPagePaging) }
+
+func testUserPagePaging(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	ctx := context.Background()
 	user := site.ds.Users[0]
 	for i := range 101 {
@@ -147,8 +151,10 @@ func TestUserPagePaging(t *testing.T) {
 	wantStatus(t, b.get("/users/99999/posts"), http.StatusNotFound)
 }
 
-func TestCommentsURLLeadsToPost(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestCommentsURLLeadsToPost(t *testing.T) { forEachBackend(t, testCommentsURLLeadsToPost) }
+
+func testCommentsURLLeadsToPost(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	b := site.browser()
 	post := site.ds.Posts[2]
 	wantRedirect(t, b.get(fmt.Sprintf("/posts/%d/comments", post.ID)), fmt.Sprintf("/posts/%d#comments", post.ID))
@@ -177,8 +183,10 @@ func TestCommentsURLLeadsToPost(t *testing.T) {
 	}
 }
 
-func TestDeletesAskFirst(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestDeletesAskFirst(t *testing.T) { forEachBackend(t, testDeletesAskFirst) }
+
+func testDeletesAskFirst(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	owner, other, visitor := site.browser(), site.browser(), site.browser()
 	owner.signIn(0)
 	other.signIn(1)
@@ -253,8 +261,10 @@ func TestDeletesAskFirst(t *testing.T) {
 	}
 }
 
-func TestSignUpForm(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestSignUpForm(t *testing.T) { forEachBackend(t, testSignUpForm) }
+
+func testSignUpForm(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	input := func(body, id string) string {
 		return regexp.MustCompile(`<input id="` + id + `"[^>]*>`).FindString(body)
 	}
@@ -311,8 +321,10 @@ func TestSignUpForm(t *testing.T) {
 	})
 }
 
-func TestSessionsTable(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestSessionsTable(t *testing.T) { forEachBackend(t, testSessionsTable) }
+
+func testSessionsTable(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	b := site.browser()
 	const chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 	form := url.Values{"screen_name": {site.ds.Users[0].ScreenName}, "password": {"password"}, "csrf_token": {b.csrf()}}
@@ -327,7 +339,9 @@ func TestSessionsTable(t *testing.T) {
 	}
 }
 
-func TestGzip(t *testing.T) {
+func TestGzip(t *testing.T) { forEachBackend(t, testGzip) }
+
+func testGzip(t *testing.T, be backend) {
 	get := func(site *testSite, path string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, site.srv.URL+path, nil)
@@ -341,13 +355,13 @@ func TestGzip(t *testing.T) {
 		return resp
 	}
 	t.Run("OffByDefault", func(t *testing.T) {
-		site := newTestSite(t, siteOptions{})
+		site := newTestSite(t, be, siteOptions{})
 		if enc := get(site, "/").Header.Get("Content-Encoding"); enc != "" {
 			t.Fatalf("Content-Encoding %q without --gzip", enc)
 		}
 	})
 	t.Run("On", func(t *testing.T) {
-		site := newTestSite(t, siteOptions{handler: lnhttp.Config{Gzip: true}})
+		site := newTestSite(t, be, siteOptions{handler: lnhttp.Config{Gzip: true}})
 		resp := get(site, "/")
 		if enc := resp.Header.Get("Content-Encoding"); enc != "gzip" {
 			t.Fatalf("Content-Encoding %q with --gzip", enc)
@@ -367,7 +381,11 @@ func TestGzip(t *testing.T) {
 }
 
 func TestPostFormErrorsAtTheirFields(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+	forEachBackend(t, testPostFormErrorsAtTheirFields)
+}
+
+func testPostFormErrorsAtTheirFields(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	b := site.browser()
 	b.signIn(0)
 	r := b.post("/posts", url.Values{"title": {"abc"}, "description": {"bell \x07 inside"}})

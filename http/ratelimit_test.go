@@ -3,6 +3,7 @@ package http
 import (
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,8 +126,8 @@ func TestClientAddr(t *testing.T) {
 			t.Errorf("peer %s, X-Forwarded-For %q: client %s, want %s", tc.peer, tc.xff, got, tc.want)
 		}
 	}
-	if _, err := ParseTrustedProxies("10.0.0.0/8,nonsense"); err == nil {
-		t.Fatal("nonsense accepted")
+	if _, err := ParseTrustedProxies("10.0.0.0/8,nonsense"); err == nil || !strings.Contains(err.Error(), `"nonsense" is neither an address nor a CIDR prefix`) {
+		t.Fatalf("nonsense: %v, want an error naming it", err)
 	}
 }
 

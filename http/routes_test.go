@@ -16,8 +16,10 @@ import (
 	"github.com/loremnews/loremnews/seed"
 )
 
-func TestPublicPages(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestPublicPages(t *testing.T) { forEachBackend(t, testPublicPages) }
+
+func testPublicPages(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	b := site.browser()
 	post := site.ds.Posts[3]
 	author := site.ds.Users[post.UserID-1]
@@ -134,8 +136,10 @@ func TestPublicPages(t *testing.T) {
 	})
 }
 
-func TestSignUpInOut(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestSignUpInOut(t *testing.T) { forEachBackend(t, testSignUpInOut) }
+
+func testSignUpInOut(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 
 	t.Run("SignUp", func(t *testing.T) {
 		b := site.browser()
@@ -211,8 +215,10 @@ func TestSignUpInOut(t *testing.T) {
 
 var postIDRe = regexp.MustCompile(`^/posts/(\d+)`)
 
-func TestPosts(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestPosts(t *testing.T) { forEachBackend(t, testPosts) }
+
+func testPosts(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	owner, other, visitor := site.browser(), site.browser(), site.browser()
 	owner.signIn(0)
 	other.signIn(1)
@@ -291,8 +297,10 @@ func TestPosts(t *testing.T) {
 
 var commentIDRe = regexp.MustCompile(`#comment-(\d+)$`)
 
-func TestComments(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestComments(t *testing.T) { forEachBackend(t, testComments) }
+
+func testComments(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	owner, other, visitor := site.browser(), site.browser(), site.browser()
 	owner.signIn(0)
 	other.signIn(1)
@@ -353,8 +361,10 @@ func commentsOf(site *testSite, postID int64) (out []*loremnews.Comment) {
 	return out
 }
 
-func TestAccount(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestAccount(t *testing.T) { forEachBackend(t, testAccount) }
+
+func testAccount(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	me, myOtherBrowser, other := site.browser(), site.browser(), site.browser()
 	me.signIn(0)
 	myOtherBrowser.signIn(0)
@@ -456,8 +466,10 @@ func TestAccount(t *testing.T) {
 	})
 }
 
-func TestSecureCookies(t *testing.T) {
-	site := newTestSite(t, siteOptions{handler: lnhttp.Config{SecureCookies: true}})
+func TestSecureCookies(t *testing.T) { forEachBackend(t, testSecureCookies) }
+
+func testSecureCookies(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{handler: lnhttp.Config{SecureCookies: true}})
 	r := site.browser().post("/signin", url.Values{"screen_name": {site.ds.Users[0].ScreenName}, "password": {seed.Password}})
 	cookies := (&http.Response{Header: r.header}).Cookies()
 	if len(cookies) == 0 {
@@ -480,15 +492,19 @@ func TestSecureCookies(t *testing.T) {
 	}
 }
 
-func TestNoHSTSWithoutSecureCookies(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestNoHSTSWithoutSecureCookies(t *testing.T) { forEachBackend(t, testNoHSTSWithoutSecureCookies) }
+
+func testNoHSTSWithoutSecureCookies(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	if got := site.browser().get("/").header.Get("Strict-Transport-Security"); got != "" {
 		t.Fatalf("Strict-Transport-Security = %q on a plain-HTTP site", got)
 	}
 }
 
-func TestCSRF(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestCSRF(t *testing.T) { forEachBackend(t, testCSRF) }
+
+func testCSRF(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	b := site.browser()
 	b.signIn(0)
 	form := url.Values{"title": {"A post without token"}}
@@ -543,8 +559,10 @@ func TestCSRF(t *testing.T) {
 	}
 }
 
-func TestLimits(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestLimits(t *testing.T) { forEachBackend(t, testLimits) }
+
+func testLimits(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	b := site.browser()
 	b.signIn(0)
 	r := b.post("/posts", url.Values{"title": {"A huge post"}, "description": {strings.Repeat("x", 100<<10)}})
@@ -554,13 +572,15 @@ func TestLimits(t *testing.T) {
 	wantBody(t, r, "not valid UTF-8")
 }
 
-func TestBenchmarkingEndpoints(t *testing.T) {
+func TestBenchmarkingEndpoints(t *testing.T) { forEachBackend(t, testBenchmarkingEndpoints) }
+
+func testBenchmarkingEndpoints(t *testing.T, be backend) {
 	t.Run("OffByDefault", func(t *testing.T) {
-		site := newTestSite(t, siteOptions{})
+		site := newTestSite(t, be, siteOptions{})
 		wantStatus(t, site.browser().postRaw("/benchmarking/balanced", nil), 404)
 		wantStatus(t, site.browser().postRaw("/benchmarking/ceiling", nil), 404)
 	})
-	site := newTestSite(t, siteOptions{benchmarking: true})
+	site := newTestSite(t, be, siteOptions{benchmarking: true})
 	b := site.browser()
 	for action, want := range map[string]string{
 		"post_create": "/posts/", "comment_create": "/posts/", "post_destroy": "/", "comment_destroy": "/posts/",

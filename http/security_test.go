@@ -31,8 +31,10 @@ func signInForm(b *browser, name, password string) url.Values {
 
 // TestSignInBurstIsCounted: 30 wrong passwords sent at once to one account
 // from one address: only 5 are judged, the rest get 429 with Retry-After.
-func TestSignInBurstIsCounted(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestSignInBurstIsCounted(t *testing.T) { forEachBackend(t, testSignInBurstIsCounted) }
+
+func testSignInBurstIsCounted(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	// bcrypt's default cost, as on a real site: each check takes long
 	// enough for the whole burst to arrive while the first is judged.
 	digest, err := bcrypt.GenerateFromPassword([]byte(seed.Password), bcrypt.DefaultCost)
@@ -76,8 +78,12 @@ func TestSignInBurstIsCounted(t *testing.T) {
 // signing in from another address gets in. When many addresses guess, the
 // account refuses new browsers, but not one that has signed in before.
 func TestOwnerGetsInWhileAnotherAddressHammers(t *testing.T) {
+	forEachBackend(t, testOwnerGetsInWhileAnotherAddressHammers)
+}
+
+func testOwnerGetsInWhileAnotherAddressHammers(t *testing.T, be backend) {
 	proxies, _ := lnhttp.ParseTrustedProxies("127.0.0.0/8,::1")
-	site := newTestSite(t, siteOptions{handler: lnhttp.Config{TrustedProxies: proxies, SignInFailuresPerAccount: 8}})
+	site := newTestSite(t, be, siteOptions{handler: lnhttp.Config{TrustedProxies: proxies, SignInFailuresPerAccount: 8}})
 	victim := site.ds.Users[0].ScreenName
 
 	// The owner's laptop signed in yesterday: it holds a device cookie.
@@ -123,8 +129,10 @@ func TestOwnerGetsInWhileAnotherAddressHammers(t *testing.T) {
 
 // TestSignInLimitPerAddress: one address failing on many accounts is
 // stopped too, even on the right password for another account.
-func TestSignInLimitPerAddress(t *testing.T) {
-	site := newTestSite(t, siteOptions{handler: lnhttp.Config{SignInFailuresPerIP: 6}})
+func TestSignInLimitPerAddress(t *testing.T) { forEachBackend(t, testSignInLimitPerAddress) }
+
+func testSignInLimitPerAddress(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{handler: lnhttp.Config{SignInFailuresPerIP: 6}})
 	b := site.browser()
 	for i := range 6 {
 		r := b.post("/signin", url.Values{"screen_name": {site.ds.Users[i%3].ScreenName}, "password": {"wrong-password"}})
@@ -137,9 +145,11 @@ func TestSignInLimitPerAddress(t *testing.T) {
 
 // TestIPv6ClientsGroupedBy64: the addresses of one IPv6 /64 share their
 // limits; the next /64 does not.
-func TestIPv6ClientsGroupedBy64(t *testing.T) {
+func TestIPv6ClientsGroupedBy64(t *testing.T) { forEachBackend(t, testIPv6ClientsGroupedBy64) }
+
+func testIPv6ClientsGroupedBy64(t *testing.T, be backend) {
 	proxies, _ := lnhttp.ParseTrustedProxies("127.0.0.1,::1")
-	site := newTestSite(t, siteOptions{handler: lnhttp.Config{TrustedProxies: proxies, SignInFailuresPerIP: 3}})
+	site := newTestSite(t, be, siteOptions{handler: lnhttp.Config{TrustedProxies: proxies, SignInFailuresPerIP: 3}})
 	for i := range 3 {
 		b := site.browser()
 		b.forwardedFor = fmt.Sprintf("2001:db8:1:2::%x", i+1)
@@ -156,7 +166,11 @@ func TestIPv6ClientsGroupedBy64(t *testing.T) {
 // TestForwardedForIgnoredFromUntrustedPeers: without --trusted-proxies, a
 // client cannot dodge the limits by sending X-Forwarded-For.
 func TestForwardedForIgnoredFromUntrustedPeers(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+	forEachBackend(t, testForwardedForIgnoredFromUntrustedPeers)
+}
+
+func testForwardedForIgnoredFromUntrustedPeers(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	victim := site.ds.Users[0].ScreenName
 	for i := range 5 {
 		b := site.browser()
@@ -171,10 +185,12 @@ func TestForwardedForIgnoredFromUntrustedPeers(t *testing.T) {
 // TestHugeScreenNamesKeepNothing: 200 sign-ins with 500 KiB screen names
 // leave the server's memory where it was: an invalid name is refused
 // before it reaches the limiters, which hold only fixed-size digests.
-func TestHugeScreenNamesKeepNothing(t *testing.T) {
+func TestHugeScreenNamesKeepNothing(t *testing.T) { forEachBackend(t, testHugeScreenNamesKeepNothing) }
+
+func testHugeScreenNamesKeepNothing(t *testing.T, be backend) {
 	// The per-address limit is lifted, so that only what the limiters keep
 	// per name is measured, not how soon one address is stopped.
-	site := newTestSite(t, siteOptions{handler: lnhttp.Config{MaxBodyBytes: 1 << 20, SignInFailuresPerIP: 1000}})
+	site := newTestSite(t, be, siteOptions{handler: lnhttp.Config{MaxBodyBytes: 1 << 20, SignInFailuresPerIP: 1000}})
 	b := site.browser()
 	token := b.csrf()
 	heap := func() uint64 {
@@ -218,9 +234,11 @@ func TestHugeScreenNamesKeepNothing(t *testing.T) {
 }
 
 // TestSignUpThrottledPerAddress: sign-ups are limited per address.
-func TestSignUpThrottledPerAddress(t *testing.T) {
+func TestSignUpThrottledPerAddress(t *testing.T) { forEachBackend(t, testSignUpThrottledPerAddress) }
+
+func testSignUpThrottledPerAddress(t *testing.T, be backend) {
 	proxies, _ := lnhttp.ParseTrustedProxies("127.0.0.1")
-	site := newTestSite(t, siteOptions{handler: lnhttp.Config{SignUpsPerIP: 3, TrustedProxies: proxies}})
+	site := newTestSite(t, be, siteOptions{handler: lnhttp.Config{SignUpsPerIP: 3, TrustedProxies: proxies}})
 	b := site.browser()
 	b.forwardedFor = "203.0.113.5"
 	for i := range 3 {
@@ -242,7 +260,9 @@ func TestSignUpThrottledPerAddress(t *testing.T) {
 
 // TestSessionsExpireOnTheServer: a session row signed in 90 days ago, or
 // idle for longer than the limit, signs no one in, whatever the cookie.
-func TestSessionsExpireOnTheServer(t *testing.T) {
+func TestSessionsExpireOnTheServer(t *testing.T) { forEachBackend(t, testSessionsExpireOnTheServer) }
+
+func testSessionsExpireOnTheServer(t *testing.T, be backend) {
 	day := 24 * time.Hour
 	now := time.Now().UTC()
 	var id int64
@@ -251,7 +271,7 @@ func TestSessionsExpireOnTheServer(t *testing.T) {
 		id++
 		return &loremnews.Session{ID: id, UserID: 1, TokenDigest: d[:], UserAgent: "UA", CreatedAt: now.Add(-signedIn), UpdatedAt: now.Add(-lastActive)}
 	}
-	site := newTestSite(t, siteOptions{sessions: []*loremnews.Session{
+	site := newTestSite(t, be, siteOptions{sessions: []*loremnews.Session{
 		session("ninety-days-old-session-token-0123456789", 90*day, 90*day),
 		session("signed-in-long-ago-but-active-0123456789", 90*day, time.Hour),
 		session("idle-for-twenty-days-session-0123456789a", 25*day, 20*day),
@@ -278,8 +298,10 @@ func TestSessionsExpireOnTheServer(t *testing.T) {
 
 // TestReturnToStaysOnSite: only a path on this site is followed after
 // signing in; anything a browser could read as another host goes to /.
-func TestReturnToStaysOnSite(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestReturnToStaysOnSite(t *testing.T) { forEachBackend(t, testReturnToStaysOnSite) }
+
+func testReturnToStaysOnSite(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	for returnTo, want := range map[string]string{
 		"/posts/2":               "/posts/2",
 		"/posts/2?x=1#comment-3": "/posts/2?x=1#comment-3",
@@ -315,7 +337,11 @@ func TestReturnToStaysOnSite(t *testing.T) {
 // TestBenchmarkPostLeavesOutCredentials: post_create describes the
 // request's headers publicly, so it leaves out every credential.
 func TestBenchmarkPostLeavesOutCredentials(t *testing.T) {
-	site := newTestSite(t, siteOptions{benchmarking: true})
+	forEachBackend(t, testBenchmarkPostLeavesOutCredentials)
+}
+
+func testBenchmarkPostLeavesOutCredentials(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{benchmarking: true})
 	b := site.browser()
 	req, _ := http.NewRequest(http.MethodPost, site.srv.URL+"/benchmarking/post_create", nil)
 	secrets := map[string]string{
@@ -355,8 +381,10 @@ func TestBenchmarkPostLeavesOutCredentials(t *testing.T) {
 
 // TestMetricsOnlyFromThisMachine: /metrics answers a loopback peer that
 // came straight here, and no one else.
-func TestMetricsOnlyFromThisMachine(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestMetricsOnlyFromThisMachine(t *testing.T) { forEachBackend(t, testMetricsOnlyFromThisMachine) }
+
+func testMetricsOnlyFromThisMachine(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	h, err := lnhttp.NewHandler(site.db, lnhttp.Config{BcryptCost: 4,
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "metric_total 1") })})
 	if err != nil {
@@ -387,8 +415,10 @@ func TestMetricsOnlyFromThisMachine(t *testing.T) {
 }
 
 // TestCanonicalIDsOnly: one page, one URL.
-func TestCanonicalIDsOnly(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestCanonicalIDsOnly(t *testing.T) { forEachBackend(t, testCanonicalIDsOnly) }
+
+func testCanonicalIDsOnly(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	b := site.browser()
 	wantStatus(t, b.get("/posts/1"), 200)
 	wantStatus(t, b.get("/users/1"), 200)
@@ -400,8 +430,10 @@ func TestCanonicalIDsOnly(t *testing.T) {
 }
 
 // TestNoStoreOnPrivatePages: signed-in pages and forms are never cached.
-func TestNoStoreOnPrivatePages(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestNoStoreOnPrivatePages(t *testing.T) { forEachBackend(t, testNoStoreOnPrivatePages) }
+
+func testNoStoreOnPrivatePages(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	visitor, member := site.browser(), site.browser()
 	member.signIn(0)
 	for _, tc := range []struct {
@@ -427,8 +459,10 @@ func TestNoStoreOnPrivatePages(t *testing.T) {
 
 // TestSlowBodyIs408: a form body that does not arrive within the read
 // timeout is answered 408, and logs no error.
-func TestSlowBodyIs408(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestSlowBodyIs408(t *testing.T) { forEachBackend(t, testSlowBodyIs408) }
+
+func testSlowBodyIs408(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	h, err := lnhttp.NewHandler(site.db, lnhttp.Config{BcryptCost: 4,
@@ -490,7 +524,11 @@ func TestTrustedProxiesFlagFormat(t *testing.T) {
 // TestSignInAgainReplacesTheSession: signing in on a browser that is
 // already signed in ends its old session, so the old cookie is worthless.
 func TestSignInAgainReplacesTheSession(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+	forEachBackend(t, testSignInAgainReplacesTheSession)
+}
+
+func testSignInAgainReplacesTheSession(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	b := site.browser()
 	b.signIn(0)
 	first := b.cookie("lorem_session")
@@ -512,7 +550,11 @@ func TestSignInAgainReplacesTheSession(t *testing.T) {
 // guess the password through the account forms: wrong current passwords
 // count like failed sign-ins.
 func TestCurrentPasswordGuessesAreLimited(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+	forEachBackend(t, testCurrentPasswordGuessesAreLimited)
+}
+
+func testCurrentPasswordGuessesAreLimited(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	b := site.browser()
 	b.signIn(0)
 	path := fmt.Sprintf("/users/%d", site.ds.Users[0].ID)
@@ -533,8 +575,10 @@ func TestCurrentPasswordGuessesAreLimited(t *testing.T) {
 
 // TestFormFromEndedSession: a form loaded in a session that has since
 // ended does nothing and leads to the sign-in page with a notice.
-func TestFormFromEndedSession(t *testing.T) {
-	site := newTestSite(t, siteOptions{})
+func TestFormFromEndedSession(t *testing.T) { forEachBackend(t, testFormFromEndedSession) }
+
+func testFormFromEndedSession(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
 	b := site.browser()
 	b.signIn(0)
 	token := b.csrf()

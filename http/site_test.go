@@ -3,7 +3,6 @@ package http_test
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -14,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/loremnews/loremnews"
 	lnhttp "github.com/loremnews/loremnews/http"
@@ -23,38 +23,41 @@ import (
 	"github.com/loremnews/loremnews/sqlite"
 )
 
-// backend is the database the package's tests run on in this pass:
-// TestMain runs every test once per backend in $LOREM_TEST_BACKENDS
-// (default "sqlite,postgres"), so the whole HTTP suite passes on both.
-var backend = "sqlite"
+// backend names a database the suite runs on.
+type backend string
 
-func TestMain(m *testing.M) {
-	backends := strings.Split(cmp.Or(os.Getenv("LOREM_TEST_BACKENDS"), "sqlite,postgres"), ",")
-	code := 0
-	for _, b := range backends {
-		if b != "sqlite" && b != "postgres" {
-			fmt.Fprintf(os.Stderr, "LOREM_TEST_BACKENDS: unknown backend %q (want sqlite, postgres)\n", b)
-			os.Exit(2)
-		}
-		backend = b
-		fmt.Printf("=== backend %s: every test of package http\n", b)
-		if c := m.Run(); c != 0 {
-			fmt.Printf("=== backend %s: FAIL\n", b)
-			code = c
-		}
-	}
-	pgtest.Stop()
-	os.Exit(code)
-}
+const (
+	sqliteBackend   backend = "sqlite"
+	postgresBackend backend = "postgres"
+)
 
-// sqliteOnly ends a test about SQLite's own setups in the PostgreSQL pass
-// (it ran, and must pass, in the SQLite pass).
-func sqliteOnly(t *testing.T) {
+// backends are the databases the suite runs on: those named in
+// $LOREM_TEST_BACKENDS, by default both, so the whole HTTP suite passes on
+// each. Without PostgreSQL its subtests skip (see pgtest).
+func backends(t *testing.T) []backend {
 	t.Helper()
-	if backend != "sqlite" {
-		t.Skip("about SQLite's connection setups; runs in the sqlite pass")
+	var out []backend
+	for _, name := range strings.Split(cmp.Or(os.Getenv("LOREM_TEST_BACKENDS"), "sqlite,postgres"), ",") {
+		switch be := backend(strings.TrimSpace(name)); be {
+		case sqliteBackend, postgresBackend:
+			out = append(out, be)
+		default:
+			t.Fatalf("LOREM_TEST_BACKENDS: unknown backend %q (want sqlite, postgres, or both separated by a comma)", name)
+		}
+	}
+	return out
+}
+
+// forEachBackend runs test once on each backend, as a subtest named after
+// it: `go test -run 'TestPosts/sqlite'` runs one.
+func forEachBackend(t *testing.T, test func(t *testing.T, be backend)) {
+	t.Helper()
+	for _, be := range backends(t) {
+		t.Run(string(be), func(t *testing.T) { test(t, be) })
 	}
 }
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // testSite is a real store behind the real handler on a loopback port.
 type testSite struct {
@@ -65,17 +68,20 @@ type testSite struct {
 }
 
 type siteOptions struct {
-	profile      sqlite.Profile // in the sqlite pass; ignored on PostgreSQL
+	profile      sqlite.Profile // on SQLite; ignored on PostgreSQL
 	benchmarking bool
 	users, posts int
-	handler      lnhttp.Config // merged over the defaults below
+	// writerTimeout bounds a write's wait for its turn; 0 keeps the
+	// store's default.
+	writerTimeout time.Duration
+	handler       lnhttp.Config // merged over the defaults below
 	// sessions are loaded with the seed data, times and all.
 	sessions []*loremnews.Session
 }
 
 // newTestSite opens a fresh database, seeds it (bcrypt cost 4: fast) and
 // serves it until the test ends.
-func newTestSite(t testing.TB, opt siteOptions) *testSite {
+func newTestSite(t testing.TB, be backend, opt siteOptions) *testSite {
 	t.Helper()
 	if opt.users == 0 {
 		opt.users, opt.posts = 10, 20
@@ -84,15 +90,14 @@ func newTestSite(t testing.TB, opt siteOptions) *testSite {
 		db  loremnews.Database
 		err error
 	)
-	if backend == "postgres" {
-		db, err = postgres.Open(context.Background(), postgres.Config{URL: pgtest.NewDatabase(t)})
+	if be == postgresBackend {
+		db, err = postgres.Open(context.Background(), postgres.Config{URL: pgtest.NewDatabase(t), WriterTimeout: opt.writerTimeout})
 	} else {
-		db, err = sqlite.Open(context.Background(), sqlite.Config{DSN: filepath.Join(t.TempDir(), "site.sqlite3"), Profile: opt.profile})
+		db, err = sqlite.Open(context.Background(), sqlite.Config{DSN: filepath.Join(t.TempDir(), "site.sqlite3"), Profile: opt.profile, WriterTimeout: opt.writerTimeout})
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("site on %s", db.Engine())
 	t.Cleanup(func() { db.Close() })
 	ds, err := seed.Generate(seed.Config{Users: opt.users, Posts: opt.posts, Seed: 3, BcryptCost: 4})
 	if err != nil {

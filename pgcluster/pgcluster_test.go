@@ -8,11 +8,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/loremnews/loremnews/pgcluster"
+	"github.com/loremnews/loremnews/pgcluster/pgtest"
 )
 
 // TestStartStop starts a cluster with the test settings, checks they took
 // effect, stops it, and checks nothing is left: no server, no directory.
 func TestStartStop(t *testing.T) {
+	pgtest.SkipIfMissing(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := pgcluster.Start(ctx, pgcluster.Fast)

@@ -151,6 +151,7 @@ func TestSynchronousCommitSetting(t *testing.T) {
 // TestServerGoneIsUnavailable stops the server under an open store: every
 // call answers EUNAVAILABLE (a 503 page), never an internal error.
 func TestServerGoneIsUnavailable(t *testing.T) {
+	pgtest.SkipIfMissing(t)
 	ctx := context.Background()
 	c, err := pgcluster.Start(ctx, pgcluster.Fast)
 	if err != nil {

@@ -1,6 +1,7 @@
 package seed
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -56,8 +57,8 @@ func TestGenerate(t *testing.T) {
 	if c.Posts[500].Title == a.Posts[500].Title && c.Comments[77].Body == a.Comments[77].Body {
 		t.Fatal("different seeds, same data")
 	}
-	if _, err := Generate(Config{Users: -1}); err == nil {
-		t.Fatal("negative users accepted")
+	if _, err := Generate(Config{Users: -1}); err == nil || !strings.Contains(err.Error(), "bad sizes: -1 users") {
+		t.Fatalf("negative users: %v, want an error naming the bad size", err)
 	}
 }
 

@@ -80,19 +80,27 @@ func TestOpen(t *testing.T) {
 
 	t.Run("BadInput", func(t *testing.T) {
 		dir := t.TempDir()
-		for name, cfg := range map[string]sqlite.Config{
-			"directory":      {DSN: dir},
-			"memory":         {DSN: ":memory:"},
-			"empty":          {DSN: ""},
-			"postgres":       {DSN: "postgres://localhost/x"},
-			"bad pragma":     {DSN: "file:" + filepath.Join(dir, "a.db") + "?_pragma=cache_size;drop"},
-			"reserved param": {DSN: "file:" + filepath.Join(dir, "b.db") + "?_txlock=deferred"},
-			"profile":        {DSN: filepath.Join(dir, "c.db"), Profile: "turbo"},
+		for name, tc := range map[string]struct {
+			cfg  sqlite.Config
+			want string // in the error: what is wrong
+		}{
+			"directory":      {sqlite.Config{DSN: dir}, "is a directory, not a database file"},
+			"memory":         {sqlite.Config{DSN: ":memory:"}, "in-memory databases are not supported"},
+			"empty":          {sqlite.Config{DSN: ""}, "empty database path"},
+			"postgres":       {sqlite.Config{DSN: "postgres://localhost/x"}, "is a PostgreSQL URL"},
+			"semicolon":      {sqlite.Config{DSN: "file:" + filepath.Join(dir, "a.db") + "?_pragma=cache_size;drop"}, "bad parameters"},
+			"bad pragma":     {sqlite.Config{DSN: "file:" + filepath.Join(dir, "a.db") + "?_pragma=cache_size(1)%3Bdrop(2)"}, `bad _pragma "cache_size(1);drop(2)"`},
+			"reserved param": {sqlite.Config{DSN: "file:" + filepath.Join(dir, "b.db") + "?_txlock=deferred"}, "parameter _txlock is set by the profile"},
+			"profile":        {sqlite.Config{DSN: filepath.Join(dir, "c.db"), Profile: "turbo"}, `unknown profile "turbo"`},
 		} {
 			t.Run(name, func(t *testing.T) {
-				if db, err := sqlite.Open(context.Background(), cfg); err == nil {
+				db, err := sqlite.Open(context.Background(), tc.cfg)
+				if err == nil {
 					db.Close()
 					t.Fatal("Open succeeded, want error")
+				}
+				if !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Open: %v, want an error saying %q", err, tc.want)
 				}
 			})
 		}

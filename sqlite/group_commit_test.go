@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/testenv"
 	"github.com/loremnews/loremnews/sqlite"
 )
 
@@ -49,11 +51,9 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 			}
 		}()
 	}
-	for db.Stats().Writer.Depth < 40 {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.WaitFor(t, time.Minute, "all 40 writers to queue behind the held turn", func() bool { return db.Stats().Writer.Depth >= 40 })
 	release()
-	wg.Wait()
+	waitGroupWithin(t, &wg, time.Minute, "the 40 writers to finish after the turn was released")
 	if uniqueOK.Load() != 20 || dupOK.Load() != 1 || dupInvalid.Load() != 19 {
 		t.Fatalf("unique ok %d, duplicate ok %d, duplicate invalid %d", uniqueOK.Load(), dupOK.Load(), dupInvalid.Load())
 	}
@@ -74,12 +74,15 @@ func TestGroupCommitSkipsAbandonedWrites(t *testing.T) {
 		_, err := db.CreateUser(ctx, "never_written", "x")
 		errc <- err
 	}()
-	for db.Stats().Writer.Depth < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.WaitFor(t, time.Minute, "the write to queue behind the held turn", func() bool { return db.Stats().Writer.Depth >= 1 })
 	cancel()
-	if err := <-errc; err == nil {
-		t.Fatal("an abandoned write reported success")
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("an abandoned write returned %v, want context.Canceled", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("an abandoned write did not return within a minute of its cancel")
 	}
 	release()
 	MustCreateUser(t, db, "written_after") // the writer goes on
@@ -88,5 +91,18 @@ func TestGroupCommitSkipsAbandonedWrites(t *testing.T) {
 	}
 	if s := db.Stats().Writer; s.Abandoned != 1 {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// waitGroupWithin waits for wg, failing the test, naming what it waited for,
+// if that takes longer than within.
+func waitGroupWithin(t *testing.T, wg *sync.WaitGroup, within time.Duration, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(within):
+		t.Fatalf("waited %s for %s; gave up", within, what)
 	}
 }

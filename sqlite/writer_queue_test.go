@@ -2,21 +2,19 @@ package sqlite
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loremnews/loremnews/internal/testenv"
 )
 
 // waitDepth waits until n writers are queued.
 func waitDepth(t *testing.T, q *writerQueue, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for q.stats().Depth != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue depth %d, want %d", q.stats().Depth, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.WaitFor(t, time.Minute, fmt.Sprintf("a writer queue %d deep", n), func() bool { return q.stats().Depth == n })
 }
 
 func TestWriterQueueIsFIFO(t *testing.T) {
@@ -80,15 +78,20 @@ func TestWriterQueueCancelledWaiterLeaves(t *testing.T) {
 	}()
 	waitDepth(t, q, 2)
 	cancel()
-	if err := <-gaveUp; err == nil {
-		t.Fatal("cancelled waiter got the turn")
+	select {
+	case err := <-gaveUp:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled waiter: %v, want context.Canceled", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a cancelled waiter did not leave within a minute")
 	}
 	waitDepth(t, q, 1)
 	release()
 	select {
 	case <-got:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the writer behind a cancelled one never got its turn")
+	case <-time.After(time.Minute):
+		t.Fatal("the writer behind a cancelled one did not get its turn within a minute")
 	}
 	if s := q.stats(); s.Abandoned != 1 || s.Depth != 0 {
 		t.Fatalf("stats = %+v", s)
@@ -134,9 +137,11 @@ func TestWriterQueueMutualExclusion(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	rel, err := q.acquire(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rel, err := q.acquire(ctx)
 	if err != nil {
-		t.Fatal("turn lost:", err)
+		t.Fatal("turn lost: no turn within a minute:", err)
 	}
 	rel()
 }

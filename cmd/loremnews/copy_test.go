@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/pgcluster/pgtest"
 	"github.com/loremnews/loremnews/postgres"
 	"github.com/loremnews/loremnews/sqlite"
@@ -91,8 +92,8 @@ func TestCopySQLiteToPostgresAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pdb.Close()
-	if _, _, err := pdb.PostPage(ctx, 7); err == nil {
-		t.Fatal("deleted post 7 is back")
+	if _, _, err := pdb.PostPage(ctx, 7); loremnews.ErrorCode(err) != loremnews.EGONE {
+		t.Fatalf("deleted post 7: %v, want EGONE", err)
 	}
 	if p, _, err := pdb.PostPage(ctx, 8); err != nil || p.Title != want.Posts[6].Title {
 		t.Fatalf("post 8 = %+v, %v", p, err)
