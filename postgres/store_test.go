@@ -7,8 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/pgcluster"

@@ -25,29 +25,6 @@ func scanUser(row pgx.Row, extra ...any) (*loremnews.User, error) {
 	return &u, nil
 }
 
-var (
-	errScreenNameTaken = loremnews.Errorf(loremnews.EINVALID, "Screen name has already been taken.")
-	errTitleTaken      = loremnews.Errorf(loremnews.EINVALID, "Title has already been taken.")
-	errUserNotFound    = loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
-)
-
-// uniqueError turns a unique or foreign-key violation into the domain error
-// the SQLite store gives for it, and passes any other error through.
-func uniqueError(err error) error {
-	switch pgCode(err) {
-	case "23505":
-		switch constraint(err) {
-		case "index_users_on_screen_name":
-			return errScreenNameTaken
-		case "index_posts_on_title":
-			return errTitleTaken
-		}
-	case "23503":
-		return errUserNotFound
-	}
-	return err
-}
-
 // CreateUser stores a new user.
 func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string) (*loremnews.User, error) {
 	var u *loremnews.User
