@@ -190,7 +190,7 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 		p        *loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.readSnapshot(ctx, func(q querier) (err error) {
 		p, err = findPost(ctx, q, id)
 		if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
 			return wasDeleted(ctx, q, "posts", id, err)

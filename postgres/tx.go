@@ -30,6 +30,17 @@ func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
 	return db.mapError(fn(db.pool))
 }
 
+// readSnapshot runs fn's queries in one REPEATABLE READ, read-only
+// transaction, so a page that runs several queries (a post and its
+// comments, a user and their posts) sees one snapshot: a comment deleted
+// between the two queries cannot leave a count that disagrees with the list.
+// It is the SQLite store's readSnapshot under the same name.
+func (db *DB) readSnapshot(ctx context.Context, fn func(q querier) error) error {
+	return db.mapError(pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		return fn(tx)
+	}))
+}
+
 // errRetry asks write to start the transaction over: a row it picked at
 // random was deleted by a concurrent transaction before it could lock it.
 var errRetry = errors.New("picked row vanished; retry")

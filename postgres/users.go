@@ -149,7 +149,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 		posts    []*loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.readSnapshot(ctx, func(q querier) (err error) {
 		if u, err = findUser(ctx, q, id); err != nil {
 			return err
 		}
@@ -171,7 +171,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 // UserPosts lists the user's posts with id < beforeID, newest first.
 func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
-	err := db.read(ctx, func(q querier) error {
+	err := db.readSnapshot(ctx, func(q querier) error {
 		author, err := findAuthor(ctx, q, userID)
 		if err != nil {
 			return err
@@ -188,7 +188,7 @@ func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) 
 // UserComments lists the user's comments with id < beforeID, newest first.
 func (db *DB) UserComments(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	var comments []*loremnews.Comment
-	err := db.read(ctx, func(q querier) error {
+	err := db.readSnapshot(ctx, func(q querier) error {
 		author, err := findAuthor(ctx, q, userID)
 		if err != nil {
 			return err
