@@ -444,8 +444,9 @@ type Database interface {
 	// Name says which database this is, for messages: a file path, or a
 	// URL without its password.
 	Name() string
-	// Engine is "sqlite" or "postgres".
-	Engine() string
+	// Describe says which engine and setup serve the site, for the
+	// start-up line and logs: "profile enhanced" (SQLite), "PostgreSQL".
+	Describe() string
 	Close() error
 }
 

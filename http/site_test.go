@@ -92,7 +92,7 @@ func newTestSite(t testing.TB, opt siteOptions) *testSite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("site on %s", db.Engine())
+	t.Logf("site on %s", db.Describe())
 	t.Cleanup(func() { db.Close() })
 	ds, err := seed.Generate(seed.Config{Users: opt.users, Posts: opt.posts, Seed: 3, BcryptCost: 4})
 	if err != nil {

@@ -156,8 +156,8 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 // Name is the database URL without its password.
 func (db *DB) Name() string { return db.name }
 
-// Engine is "postgres".
-func (db *DB) Engine() string { return "postgres" }
+// Describe is "PostgreSQL".
+func (db *DB) Describe() string { return "PostgreSQL" }
 
 // Ping reports whether the database answers a query.
 func (db *DB) Ping(ctx context.Context) error {

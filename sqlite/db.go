@@ -170,8 +170,9 @@ func (db *DB) Path() string { return db.path }
 // Name is the database file's path (loremnews.Database).
 func (db *DB) Name() string { return db.path }
 
-// Engine is "sqlite".
-func (db *DB) Engine() string { return "sqlite" }
+// Describe is "profile NAME": the connection setup is what tells SQLite
+// runs apart.
+func (db *DB) Describe() string { return "profile " + string(db.profile) }
 
 // Profile is the connection setup in use.
 func (db *DB) Profile() Profile { return db.profile }
