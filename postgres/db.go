@@ -197,13 +197,37 @@ func (db *DB) Stats() Stats {
 // Settings returns the server's version and the settings that matter for
 // this workload, for the benchmark report.
 func (db *DB) Settings(ctx context.Context) (map[string]string, error) {
+	out, err := querySettings(ctx, db.pool)
+	if err != nil {
+		return nil, err
+	}
+	out["pool_max_conns"] = fmt.Sprint(db.pool.Config().MaxConns)
+	return out, nil
+}
+
+// ReadSettings connects to the server at url on one connection and returns
+// the same settings as Settings (without the app's pool size). Unlike Open
+// it does not migrate, so it can read an admin database without creating
+// the app's tables there.
+func ReadSettings(ctx context.Context, url string) (map[string]string, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect to %s: %w", RedactURL(url), redactError(describeConnectError(err), url))
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return querySettings(ctx, conn)
+}
+
+// querySettings reads the server's version and the settings that matter for
+// this workload.
+func querySettings(ctx context.Context, q querier) (map[string]string, error) {
 	out := map[string]string{}
 	var version string
-	if err := db.pool.QueryRow(ctx, `SHOW server_version`).Scan(&version); err != nil {
+	if err := q.QueryRow(ctx, `SHOW server_version`).Scan(&version); err != nil {
 		return nil, err
 	}
 	out["server_version"] = version
-	rows, err := db.pool.Query(ctx, `SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY($1) ORDER BY name`,
+	rows, err := q.Query(ctx, `SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY($1) ORDER BY name`,
 		[]string{"shared_buffers", "max_connections", "synchronous_commit", "fsync", "wal_level", "full_page_writes",
 			"checkpoint_timeout", "max_wal_size", "work_mem", "effective_cache_size", "wal_buffers", "commit_delay", "random_page_cost", "jit"})
 	if err != nil {
@@ -217,7 +241,6 @@ func (db *DB) Settings(ctx context.Context) (map[string]string, error) {
 		}
 		out[k] = v
 	}
-	out["pool_max_conns"] = fmt.Sprint(db.pool.Config().MaxConns)
 	return out, rows.Err()
 }
 
