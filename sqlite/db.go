@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -75,12 +74,6 @@ type DB struct {
 // talk: SQLite's own busy handler backs off (1, 2, 5, … 100 ms), so the
 // writer that has waited longest polls least often and loses to newcomers.
 const busyPollInterval = time.Millisecond
-
-var (
-	pragmaNameRe  = regexp.MustCompile(`^[a-z_]+$`)
-	pragmaValueRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	pragmaParamRe = regexp.MustCompile(`^([a-z_]+)\(([A-Za-z0-9_-]*)\)$`)
-)
 
 // Open opens (creating if needed) and migrates the database.
 func Open(ctx context.Context, cfg Config) (*DB, error) {

@@ -9,10 +9,19 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+)
+
+// A _pragma=name(value) DSN parameter is checked against these before it
+// is run, so a DSN cannot smuggle arbitrary SQL into every connection.
+var (
+	pragmaNameRe  = regexp.MustCompile(`^[a-z_]+$`)
+	pragmaValueRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	pragmaParamRe = regexp.MustCompile(`^([a-z_]+)\(([A-Za-z0-9_-]*)\)$`)
 )
 
 // pragma is one PRAGMA statement run on every new connection.
