@@ -429,11 +429,11 @@ func (c Consistency) OK() bool {
 // and close: the SQLite and PostgreSQL implementations both provide it.
 type Database interface {
 	Store
-	// LoadDataset replaces every row with ds's (keeping ids) in one
+	// ImportDataset replaces every row with ds's (keeping ids) in one
 	// transaction and sets the counter caches to the true counts.
-	LoadDataset(ctx context.Context, ds *Dataset) error
-	// Export reads every row, in id order, from one consistent snapshot.
-	Export(ctx context.Context) (*Dataset, error)
+	ImportDataset(ctx context.Context, ds *Dataset) error
+	// ExportDataset reads every row, in id order, from one consistent snapshot.
+	ExportDataset(ctx context.Context) (*Dataset, error)
 	// CheckConsistency checks the engine's integrity, foreign keys and
 	// counter caches. It reads every row: for tests and operators.
 	CheckConsistency(ctx context.Context) (Consistency, error)
@@ -444,8 +444,9 @@ type Database interface {
 	// Name says which database this is, for messages: a file path, or a
 	// URL without its password.
 	Name() string
-	// Engine is "sqlite" or "postgres".
-	Engine() string
+	// Describe says which engine and setup serve the site, for the
+	// start-up line and logs: "profile enhanced" (SQLite), "PostgreSQL".
+	Describe() string
 	Close() error
 }
 

@@ -66,8 +66,9 @@ type Scenario struct {
 // String is "action@c".
 func (s Scenario) String() string { return fmt.Sprintf("%s@%d", s.Action, s.Concurrency) }
 
-// Run is one load run's result.
-type Run struct {
+// RunResult is one load run's result: what the load generator measured
+// for one action at one concurrency.
+type RunResult struct {
 	Action      string `json:"action"`
 	Concurrency int    `json:"concurrency"`
 	load.Summary
@@ -76,7 +77,7 @@ type Run struct {
 // OKPerSec is the run's successful requests per second. Results written
 // before successes were counted apart lack the field; for those it is
 // derived from the counts.
-func (r Run) OKPerSec() float64 {
+func (r RunResult) OKPerSec() float64 {
 	if r.SuccessesPerSec > 0 || r.Successes > 0 || r.Requests == 0 {
 		return r.SuccessesPerSec
 	}
@@ -84,7 +85,7 @@ func (r Run) OKPerSec() float64 {
 }
 
 // ErrorRate is the share (0–1) of the run's requests that failed.
-func (r Run) ErrorRate() float64 {
+func (r RunResult) ErrorRate() float64 {
 	if r.Requests == 0 {
 		return 0
 	}
@@ -93,11 +94,11 @@ func (r Run) ErrorRate() float64 {
 
 // measured reports whether the run has latencies to show: some request
 // succeeded (older results files count successes as requests minus failures).
-func (r Run) measured() bool { return r.Successes > 0 || r.Requests > r.Failures }
+func (r RunResult) measured() bool { return r.Successes > 0 || r.Requests > r.Failures }
 
 // Percentile returns the run's latency at percentile p (as listed in
 // load.StandardPercentiles), in seconds; NaN if no request succeeded.
-func (r Run) Percentile(p float64) float64 {
+func (r RunResult) Percentile(p float64) float64 {
 	if !r.measured() {
 		return math.NaN()
 	}
@@ -122,17 +123,17 @@ type WaitStats struct {
 
 // SetupResult is everything measured for one setup.
 type SetupResult struct {
-	Setup         Setup     `json:"setup"`
-	SQLite        string    `json:"sqlite_version"`
-	Runs          []Run     `json:"runs"`
-	Sweep         []Run     `json:"sweep,omitempty"`
-	Scenarios     []Run     `json:"scenarios,omitempty"`
-	WriteWait     WaitStats `json:"write_wait"`
-	BusyErrors    float64   `json:"busy_errors"`
-	BusyRetries   float64   `json:"busy_retries"`
-	QueueMaxDepth float64   `json:"writer_queue_max_depth"`
-	ServerLog     []string  `json:"server_log,omitempty"` // last warnings/errors
-	Error         string    `json:"error,omitempty"`
+	Setup         Setup       `json:"setup"`
+	SQLite        string      `json:"sqlite_version"`
+	Runs          []RunResult `json:"runs"`
+	Sweep         []RunResult `json:"sweep,omitempty"`
+	Scenarios     []RunResult `json:"scenarios,omitempty"`
+	WriteWait     WaitStats   `json:"write_wait"`
+	BusyErrors    float64     `json:"busy_errors"`
+	BusyRetries   float64     `json:"busy_retries"`
+	QueueMaxDepth float64     `json:"writer_queue_max_depth"`
+	ServerLog     []string    `json:"server_log,omitempty"` // last warnings/errors
+	Error         string      `json:"error,omitempty"`
 }
 
 // Report is the whole experiment.
@@ -142,7 +143,7 @@ type Report struct {
 	CommandLine string         `json:"command_line"`
 	Machine     Machine        `json:"machine"`
 	Config      Config         `json:"config"`
-	Ceiling     *Run           `json:"ceiling,omitempty"`
+	Ceiling     *RunResult     `json:"ceiling,omitempty"`
 	Setups      []*SetupResult `json:"setups"`
 	// Postgres describes the PostgreSQL server of the Postgres setups:
 	// its version, settings and where it ran.
@@ -161,9 +162,9 @@ type PointReadResult struct {
 
 // PointReadLevel is one concurrency of the trivial read.
 type PointReadLevel struct {
-	Concurrency int `json:"concurrency"`
-	Ceiling     Run `json:"ceiling"`
-	Read        Run `json:"read"`
+	Concurrency int       `json:"concurrency"`
+	Ceiling     RunResult `json:"ceiling"`
+	Read        RunResult `json:"read"`
 }
 
 func (c *Config) logf(format string, args ...any) {
@@ -261,7 +262,7 @@ func runInterleaved(ctx context.Context, cfg Config) []*SetupResult {
 	// turn runs every setup once, in order A B C on even turns and C B A on
 	// odd ones (an ABBA design), so no setup always goes first.
 	turns := 0
-	turn := func(c int, d time.Duration, record func(*SetupResult, Run), what string) {
+	turn := func(c int, d time.Duration, record func(*SetupResult, RunResult), what string) {
 		defer func() { turns++ }()
 		for k := range servers {
 			i := k
@@ -283,7 +284,7 @@ func runInterleaved(ctx context.Context, cfg Config) []*SetupResult {
 		}
 	}
 	for run := range cfg.Runs {
-		turn(cfg.Concurrency, cfg.Duration, func(res *SetupResult, r Run) { res.Runs = append(res.Runs, r) }, fmt.Sprintf("run %d", run+1))
+		turn(cfg.Concurrency, cfg.Duration, func(res *SetupResult, r RunResult) { res.Runs = append(res.Runs, r) }, fmt.Sprintf("run %d", run+1))
 	}
 	for i, srv := range servers {
 		if srv == nil || results[i].Error != "" {
@@ -297,7 +298,7 @@ func runInterleaved(ctx context.Context, cfg Config) []*SetupResult {
 		results[i].setCounters(before[i], after)
 	}
 	for _, c := range cfg.Sweep {
-		turn(c, cfg.SweepDuration, func(res *SetupResult, r Run) { res.Sweep = append(res.Sweep, r) }, fmt.Sprintf("sweep c=%d", c))
+		turn(c, cfg.SweepDuration, func(res *SetupResult, r RunResult) { res.Sweep = append(res.Sweep, r) }, fmt.Sprintf("sweep c=%d", c))
 	}
 	for i, s := range cfg.Setups {
 		if results[i].Error == "" {
@@ -433,7 +434,7 @@ func withFreshServer(ctx context.Context, cfg Config, s Setup, name string, fn f
 // measureCeiling loads the trivial handler of the first setup's binary, in
 // the same run, with the same generator and concurrency: a yardstick that
 // makes results from noisy machines comparable.
-func measureCeiling(ctx context.Context, cfg Config) (*Run, error) {
+func measureCeiling(ctx context.Context, cfg Config) (*RunResult, error) {
 	s := Setup{Name: "ceiling", Binary: cfg.Setups[0].Binary, Profile: "split"}
 	srv, err := startServer(ctx, s, dbPathFor(cfg.WorkDir, s), filepath.Join(cfg.WorkDir, "ceiling.log"))
 	if err != nil {
@@ -489,17 +490,17 @@ func (s *server) scrapeCounters() (serverCounters, error) {
 	return parseCounters(text)
 }
 
-func runLoad(ctx context.Context, url, action string, c int, d time.Duration) (Run, error) {
+func runLoad(ctx context.Context, url, action string, c int, d time.Duration) (RunResult, error) {
 	return runLoadN(ctx, url, action, c, d, 0)
 }
 
 // runLoadN is runLoad stopping after n requests if n > 0.
-func runLoadN(ctx context.Context, url, action string, c int, d time.Duration, n int) (Run, error) {
+func runLoadN(ctx context.Context, url, action string, c int, d time.Duration, n int) (RunResult, error) {
 	res, err := load.Run(ctx, load.Config{URL: url, Method: "POST", Concurrency: c, Duration: d, Requests: n})
 	if err != nil {
-		return Run{}, err
+		return RunResult{}, err
 	}
-	return Run{Action: action, Concurrency: c, Summary: res.Summary()}, nil
+	return RunResult{Action: action, Concurrency: c, Summary: res.Summary()}, nil
 }
 
 // finite maps NaN (no data) to 0, which JSON can carry.

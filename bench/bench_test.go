@@ -68,13 +68,13 @@ loremnews_postgres_write_retries_total 4
 }
 
 func sampleReport() *Report {
-	run := func(c int, rps float64, fails int64) Run {
+	run := func(c int, rps float64, fails int64) RunResult {
 		requests := int64(rps*10) + fails
 		var timeline []load.TimelinePoint
 		for sec := range 11 {
 			timeline = append(timeline, load.TimelinePoint{Second: sec, Successes: int64(rps) - int64(sec*10), Failures: fails / 10, P50: 0.015, P99: 0.05 + float64(sec)/1000})
 		}
-		return Run{Action: "balanced", Concurrency: c, Summary: load.Summary{
+		return RunResult{Action: "balanced", Concurrency: c, Summary: load.Summary{
 			Requests: requests, Successes: requests - fails, SuccessesPerSec: rps, RequestsPerSec: rps + float64(fails)/10,
 			Average: 0.02, Slowest: 0.09, Failures: fails,
 			Percentiles:  []load.PercentileValue{{Percentile: 50, Seconds: 0.015}, {Percentile: 90, Seconds: 0.03}, {Percentile: 99, Seconds: 0.05}, {Percentile: 99.9, Seconds: 0.07}},
@@ -92,12 +92,12 @@ func sampleReport() *Report {
 		Config: Config{Action: "balanced", Concurrency: 20, Duration: 10 * time.Second, Runs: 2, Sweep: []int{1, 4}, SweepDuration: time.Second, Users: 100, Posts: 1000,
 			Scenarios: []Scenario{{"post_show", 20}}, PointRead: []int{1, 5}},
 		Setups: []*SetupResult{
-			{Setup: Setup{Name: "naive", Profile: "naive", Binary: "/home/someone/src/loremnews/bin/loremnews"}, Runs: []Run{run(20, 1000, 12), run(20, 1200, 8)},
-				Sweep:      []Run{run(1, 300, 0), run(4, 900, 3)},
+			{Setup: Setup{Name: "naive", Profile: "naive", Binary: "/home/someone/src/loremnews/bin/loremnews"}, Runs: []RunResult{run(20, 1000, 12), run(20, 1200, 8)},
+				Sweep:      []RunResult{run(1, 300, 0), run(4, 900, 3)},
 				BusyErrors: 20, ServerLog: []string{"level=WARN msg=unavailable db=/tmp/loremnews-bench-123/naive.sqlite3 path=/benchmarking/balanced"}},
-			{Setup: Setup{Name: "split", Profile: "split", Binary: "/home/someone/src/loremnews/bin/loremnews"}, Runs: []Run{run(20, 800, 0), run(20, 900, 0)},
-				Sweep:     []Run{run(1, 250, 0), run(4, 700, 0)},
-				WriteWait: WaitStats{Count: 500, P99: 0.04}, Scenarios: []Run{func() Run { r := run(20, 2000, 0); r.Action = "post_show"; return r }()}},
+			{Setup: Setup{Name: "split", Profile: "split", Binary: "/home/someone/src/loremnews/bin/loremnews"}, Runs: []RunResult{run(20, 800, 0), run(20, 900, 0)},
+				Sweep:     []RunResult{run(1, 250, 0), run(4, 700, 0)},
+				WriteWait: WaitStats{Count: 500, P99: 0.04}, Scenarios: []RunResult{func() RunResult { r := run(20, 2000, 0); r.Action = "post_show"; return r }()}},
 		},
 		PointRead: &PointReadResult{Setup: "naive", Levels: []PointReadLevel{
 			{Concurrency: 1, Ceiling: run(1, 8000, 0), Read: run(1, 6000, 0)},
@@ -307,12 +307,12 @@ func TestReadReport(t *testing.T) {
 // TestRunWithoutSuccessHasNoLatency: a run in which every request failed
 // shows no latency (not 0 µs) and no successful throughput.
 func TestRunWithoutSuccessHasNoLatency(t *testing.T) {
-	run := Run{Summary: load.Summary{Requests: 100, Failures: 100, RequestsPerSec: 5000,
+	run := RunResult{Summary: load.Summary{Requests: 100, Failures: 100, RequestsPerSec: 5000,
 		Percentiles: []load.PercentileValue{{Percentile: 50, Seconds: 0}}}}
 	if got := fmtSeconds(run.Percentile(50)); got != "–" {
 		t.Errorf("p50 shown as %q", got)
 	}
-	_, lat, failed := meanRun([]Run{run})
+	_, lat, failed := meanRun([]RunResult{run})
 	for i, v := range lat {
 		if got := fmtSeconds(v); got != "–" {
 			t.Errorf("%s shown as %q", runColumns[i].title, got)

@@ -65,11 +65,11 @@ func (r *Report) charts() ([]chart, error) {
 	steps := []func() (chart, error){
 		func() (chart, error) {
 			return r.mainRunsChart("throughput.svg", fmt.Sprintf("Successful req/s per setup: %s at c=%d", c.Action, c.Concurrency),
-				"successful req/s", func(run Run) float64 { return run.OKPerSec() }, false)
+				"successful req/s", func(run RunResult) float64 { return run.OKPerSec() }, false)
 		},
 		func() (chart, error) {
 			return r.mainRunsChart("errors.svg", fmt.Sprintf("Failed requests per setup: %s at c=%d", c.Action, c.Concurrency),
-				"failed requests (%)", func(run Run) float64 { return 100 * run.ErrorRate() }, true)
+				"failed requests (%)", func(run RunResult) float64 { return 100 * run.ErrorRate() }, true)
 		},
 		r.latencyAllChart,
 		func() (chart, error) {
@@ -89,15 +89,15 @@ func (r *Report) charts() ([]chart, error) {
 		steps = append(steps,
 			func() (chart, error) {
 				return r.sweepChart("sweep-throughput.svg", "Successful req/s against concurrency", "successful req/s",
-					func(run Run) float64 { return run.OKPerSec() }, false)
+					func(run RunResult) float64 { return run.OKPerSec() }, false)
 			},
 			func() (chart, error) {
 				return r.sweepChart("sweep-p99.svg", "p99 latency of successful requests against concurrency", "p99 (ms)",
-					func(run Run) float64 { return 1000 * run.Percentile(99) }, false)
+					func(run RunResult) float64 { return 1000 * run.Percentile(99) }, false)
 			},
 			func() (chart, error) {
 				return r.sweepChart("sweep-errors.svg", "Failed requests against concurrency", "failed requests (%)",
-					func(run Run) float64 { return 100 * run.ErrorRate() }, true)
+					func(run RunResult) float64 { return 100 * run.ErrorRate() }, true)
 			})
 	}
 	for _, step := range steps {
@@ -116,7 +116,7 @@ func (r *Report) charts() ([]chart, error) {
 // (names read across, however many setups): the mean as a point, the
 // spread of the runs as a min–max bar. With onlyIfAny, a chart whose
 // values are all zero is left out.
-func (r *Report) mainRunsChart(file, title, xlabel string, value func(Run) float64, onlyIfAny bool) (chart, error) {
+func (r *Report) mainRunsChart(file, title, xlabel string, value func(RunResult) float64, onlyIfAny bool) (chart, error) {
 	var names []string
 	var pts spreadPoints
 	any := false
@@ -254,7 +254,7 @@ func (x runBoundary) Plot(c draw.Canvas, p *plot.Plot) {
 }
 
 // sweepChart draws one value per concurrency level, a line per setup.
-func (r *Report) sweepChart(file, title, ylabel string, value func(Run) float64, onlyIfAny bool) (chart, error) {
+func (r *Report) sweepChart(file, title, ylabel string, value func(RunResult) float64, onlyIfAny bool) (chart, error) {
 	var lines []any
 	any := false
 	for _, s := range r.Setups {

@@ -47,13 +47,7 @@ func preparePostgres(ctx context.Context, cfg *Config, rep *Report) (stop func()
 	} else {
 		info.Where = "the server at " + postgres.RedactURL(cfg.PostgresURL)
 	}
-	db, err := postgres.Open(ctx, postgres.Config{URL: cfg.PostgresURL})
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	defer db.Close()
-	if info.Settings, err = db.Settings(ctx); err != nil {
+	if info.Settings, err = postgres.ReadSettings(ctx, cfg.PostgresURL); err != nil {
 		stop()
 		return nil, err
 	}

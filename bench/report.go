@@ -32,14 +32,14 @@ func fmtSeconds(s float64) string {
 // runColumns are the comparison table's latency columns.
 var runColumns = []struct {
 	title string
-	value func(Run) float64
+	value func(RunResult) float64
 }{
-	{"avg", func(r Run) float64 { return orNaN(r.measured(), r.Average) }},
-	{"p50", func(r Run) float64 { return r.Percentile(50) }},
-	{"p90", func(r Run) float64 { return r.Percentile(90) }},
-	{"p99", func(r Run) float64 { return r.Percentile(99) }},
-	{"p99.9", func(r Run) float64 { return r.Percentile(99.9) }},
-	{"slowest", func(r Run) float64 { return orNaN(r.measured(), r.Slowest) }},
+	{"avg", func(r RunResult) float64 { return orNaN(r.measured(), r.Average) }},
+	{"p50", func(r RunResult) float64 { return r.Percentile(50) }},
+	{"p90", func(r RunResult) float64 { return r.Percentile(90) }},
+	{"p99", func(r RunResult) float64 { return r.Percentile(99) }},
+	{"p99.9", func(r RunResult) float64 { return r.Percentile(99.9) }},
+	{"slowest", func(r RunResult) float64 { return orNaN(r.measured(), r.Slowest) }},
 }
 
 // orNaN is v if ok, else NaN (shown as "–"): a latency no request had.
@@ -52,7 +52,7 @@ func orNaN(ok bool, v float64) float64 {
 
 // meanRun averages the runs column by column: successful req/s, the
 // latency columns, and failed requests.
-func meanRun(runs []Run) (rps float64, lat []float64, nonOK float64) {
+func meanRun(runs []RunResult) (rps float64, lat []float64, nonOK float64) {
 	lat = make([]float64, len(runColumns))
 	if len(runs) == 0 {
 		return 0, lat, 0
@@ -193,11 +193,11 @@ func (r *Report) tables() (out []table) {
 	}
 	for _, t := range []struct {
 		title string
-		cell  func(Run) string
+		cell  func(RunResult) string
 	}{
-		{"Concurrency sweep: successful requests/sec", func(r Run) string { return fmt.Sprintf("%.0f", r.OKPerSec()) }},
-		{"Concurrency sweep: p99 latency of successful requests", func(r Run) string { return fmtSeconds(r.Percentile(99)) }},
-		{"Concurrency sweep: failed requests (error statuses and connection errors)", func(r Run) string { return fmt.Sprint(r.Failures) }},
+		{"Concurrency sweep: successful requests/sec", func(r RunResult) string { return fmt.Sprintf("%.0f", r.OKPerSec()) }},
+		{"Concurrency sweep: p99 latency of successful requests", func(r RunResult) string { return fmtSeconds(r.Percentile(99)) }},
+		{"Concurrency sweep: failed requests (error statuses and connection errors)", func(r RunResult) string { return fmt.Sprint(r.Failures) }},
 	} {
 		tb := table{Title: t.title, Head: []string{"setup"},
 			Note: fmt.Sprintf("%s per level, on the same database, after the main runs.", c.SweepDuration)}
@@ -361,7 +361,7 @@ var absPath = regexp.MustCompile(`(^|[\s=("'\x60])/(?:tmp|home|work|root|Users|v
 func scrubPaths(s string) string { return absPath.ReplaceAllString(s, "$1$2") }
 
 // statusSummary shows the non-2xx count with its codes, e.g. "12 (503×12)".
-func statusSummary(r Run) string {
+func statusSummary(r RunResult) string {
 	if r.Failures == 0 {
 		return "0"
 	}

@@ -104,7 +104,7 @@ func newTestSite(t testing.TB, be backend, opt siteOptions) *testSite {
 		t.Fatal(err)
 	}
 	ds.Sessions = append(ds.Sessions, opt.sessions...)
-	if err := db.LoadDataset(context.Background(), ds); err != nil {
+	if err := db.ImportDataset(context.Background(), ds); err != nil {
 		t.Fatal(err)
 	}
 	cfg := opt.handler

@@ -82,7 +82,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func scrapeAfterCreates(t *testing.T, m *metrics.Metrics, db loremnews.Database) string {
 	t.Helper()
 	ds, _ := seed.Generate(seed.Config{Users: 5, Posts: 10, BcryptCost: 4})
-	if err := db.LoadDataset(context.Background(), ds); err != nil {
+	if err := db.ImportDataset(context.Background(), ds); err != nil {
 		t.Fatal(err)
 	}
 	m.Watch(db)

@@ -91,7 +91,10 @@ func (db *DB) CreatePostByRandomUser(ctx context.Context, in loremnews.PostInput
 		if err != nil {
 			return err
 		}
-		p, err = db.insertPost(ctx, tx, userID, in, true)
+		if p, err = db.insertPostRow(ctx, tx, userID, in); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE users SET posts_count = posts_count + 1, last_seen_at = $2 WHERE id = $1`, userID, p.CreatedAt)
 		return err
 	})
 	if err != nil {
@@ -137,7 +140,7 @@ func (db *DB) DeleteRandomPost(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		authorID, err := deletePost(ctx, tx, id)
+		authorID, err := deletePostRow(ctx, tx, id)
 		if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
 			return errRetry
 		} else if err != nil {
@@ -163,7 +166,10 @@ func (db *DB) DeleteRandomComment(ctx context.Context) (int64, error) {
 		if err != nil {
 			return err
 		}
-		if postID, err = deleteComment(ctx, tx, id, true); err != nil {
+		postID, err = deleteComment(ctx, tx, id)
+		if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
+			return errRetry // deleted by a concurrent transaction since we picked it
+		} else if err != nil {
 			return err
 		}
 		return db.touchUsers(ctx, tx, userID, 0)

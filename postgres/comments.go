@@ -101,7 +101,7 @@ func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentI
 // DeleteComment removes a comment and uncounts it from its post.
 func (db *DB) DeleteComment(ctx context.Context, id int64) error {
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := deleteComment(ctx, tx, id, false)
+		_, err := deleteComment(ctx, tx, id)
 		return err
 	})
 	if err != nil {
@@ -112,15 +112,11 @@ func (db *DB) DeleteComment(ctx context.Context, id int64) error {
 
 // deleteComment locks the comment's post (uncounting the comment), then
 // deletes the comment: post before comment, the order a post's deletion
-// takes them in. If the comment went meanwhile (a concurrent deletion, seen
-// only after waiting for the post), the transaction must start over when
-// the comment was picked at random (retryIfGone), else it is not found.
-func deleteComment(ctx context.Context, tx pgx.Tx, id int64, retryIfGone bool) (postID int64, err error) {
+// takes them in. A comment that went meanwhile (a concurrent deletion, seen
+// only after waiting for the post) is not found.
+func deleteComment(ctx context.Context, tx pgx.Tx, id int64) (postID int64, err error) {
 	err = tx.QueryRow(ctx, `SELECT post_id FROM comments WHERE id = $1`, id).Scan(&postID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if retryIfGone {
-			return 0, errRetry
-		}
 		return 0, errCommentNotFound
 	} else if err != nil {
 		return 0, err
@@ -137,9 +133,6 @@ func deleteComment(ctx context.Context, tx pgx.Tx, id int64, retryIfGone bool) (
 	}
 	if tag.RowsAffected() == 0 {
 		// The post or the comment was deleted while we waited for the lock.
-		if retryIfGone {
-			return 0, errRetry
-		}
 		return 0, errCommentNotFound
 	}
 	return postID, nil

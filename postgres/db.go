@@ -20,17 +20,13 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/loremnews/loremnews"
@@ -157,28 +153,11 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	return db, nil
 }
 
-func describeConnectError(err error) error {
-	var ne *net.OpError
-	if errors.As(err, &ne) {
-		return fmt.Errorf("the server does not answer (is PostgreSQL running there?): %w", err)
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "3D000":
-			return fmt.Errorf("the database does not exist (create it with createdb): %w", err)
-		case "28P01", "28000":
-			return fmt.Errorf("the server refused these credentials: %w", err)
-		}
-	}
-	return err
-}
-
 // Name is the database URL without its password.
 func (db *DB) Name() string { return db.name }
 
-// Engine is "postgres".
-func (db *DB) Engine() string { return "postgres" }
+// Describe is "PostgreSQL".
+func (db *DB) Describe() string { return "PostgreSQL" }
 
 // Ping reports whether the database answers a query.
 func (db *DB) Ping(ctx context.Context) error {
@@ -218,13 +197,37 @@ func (db *DB) Stats() Stats {
 // Settings returns the server's version and the settings that matter for
 // this workload, for the benchmark report.
 func (db *DB) Settings(ctx context.Context) (map[string]string, error) {
+	out, err := querySettings(ctx, db.pool)
+	if err != nil {
+		return nil, err
+	}
+	out["pool_max_conns"] = fmt.Sprint(db.pool.Config().MaxConns)
+	return out, nil
+}
+
+// ReadSettings connects to the server at url on one connection and returns
+// the same settings as Settings (without the app's pool size). Unlike Open
+// it does not migrate, so it can read an admin database without creating
+// the app's tables there.
+func ReadSettings(ctx context.Context, url string) (map[string]string, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect to %s: %w", RedactURL(url), redactError(describeConnectError(err), url))
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return querySettings(ctx, conn)
+}
+
+// querySettings reads the server's version and the settings that matter for
+// this workload.
+func querySettings(ctx context.Context, q querier) (map[string]string, error) {
 	out := map[string]string{}
 	var version string
-	if err := db.pool.QueryRow(ctx, `SHOW server_version`).Scan(&version); err != nil {
+	if err := q.QueryRow(ctx, `SHOW server_version`).Scan(&version); err != nil {
 		return nil, err
 	}
 	out["server_version"] = version
-	rows, err := db.pool.Query(ctx, `SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY($1) ORDER BY name`,
+	rows, err := q.Query(ctx, `SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY($1) ORDER BY name`,
 		[]string{"shared_buffers", "max_connections", "synchronous_commit", "fsync", "wal_level", "full_page_writes",
 			"checkpoint_timeout", "max_wal_size", "work_mem", "effective_cache_size", "wal_buffers", "commit_delay", "random_page_cost", "jit"})
 	if err != nil {
@@ -238,157 +241,7 @@ func (db *DB) Settings(ctx context.Context) (map[string]string, error) {
 		}
 		out[k] = v
 	}
-	out["pool_max_conns"] = fmt.Sprint(db.pool.Config().MaxConns)
 	return out, rows.Err()
-}
-
-// querier is what read helpers need: the pool or a transaction.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// read runs fn against the pool (each statement its own snapshot, as in the
-// SQLite store's read pool).
-func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
-	return db.mapError(fn(db.pool))
-}
-
-// errRetry asks write to start the transaction over: a row it picked at
-// random was deleted by a concurrent transaction before it could lock it.
-var errRetry = errors.New("picked row vanished; retry")
-
-// maxAttempts bounds how often write starts a transaction over.
-const maxAttempts = 20
-
-// write runs fn in one READ COMMITTED transaction and commits it, starting
-// over (with a short random pause) on a deadlock, a serialization failure
-// or errRetry. Every write holds row locks in the order described in the
-// package comment, so deadlocks should not happen; the retry is a safety net.
-func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
-	start := time.Now()
-	for attempt := 1; ; attempt++ {
-		err := db.writeOnce(ctx, start, attempt == 1, fn)
-		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
-			if errors.Is(err, errRetry) {
-				err = loremnews.Errorf(loremnews.EUNAVAILABLE, "The site is too busy right now. Please try again.")
-			}
-			return db.mapError(err)
-		}
-		db.retries.Add(1)
-		if pgCode(err) == "40P01" {
-			db.deadlocks.Add(1)
-		}
-		pause := time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond)))
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return db.mapError(ctx.Err())
-		case <-t.C:
-		}
-	}
-}
-
-func (db *DB) writeOnce(ctx context.Context, start time.Time, observe bool, fn func(ctx context.Context, tx pgx.Tx) error) error {
-	// The wait for a pooled connection is bounded like the SQLite writer
-	// queue's wait for a turn; the transaction itself is not.
-	actx, cancel := context.WithTimeout(ctx, db.writerTimeout)
-	conn, err := db.pool.Acquire(actx)
-	cancel()
-	if err != nil {
-		if observe && db.onWriteWait != nil {
-			db.onWriteWait(time.Since(start))
-		}
-		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return loremnews.Errorf(loremnews.EUNAVAILABLE, "The site is too busy right now. Please try again.")
-		}
-		return fmt.Errorf("acquire connection: %w", err)
-	}
-	defer conn.Release()
-	tx, err := conn.Begin(ctx)
-	if observe && db.onWriteWait != nil {
-		db.onWriteWait(time.Since(start))
-	}
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if err := fn(ctx, tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
-
-func retryable(err error) bool {
-	if errors.Is(err, errRetry) {
-		return true
-	}
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
-}
-
-// pgCode returns the SQLSTATE of err, or "".
-func pgCode(err error) string {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code
-	}
-	return ""
-}
-
-// constraint returns the name of the constraint err violated, or "".
-func constraint(err error) string {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.ConstraintName
-	}
-	return ""
-}
-
-// mapError turns errors every caller shares into domain errors, as the
-// SQLite store does: bad input the schema caught is EINVALID (422); a
-// database that is overloaded, out of space, shutting down or unreachable
-// is EUNAVAILABLE (503); a missing row is ENOTFOUND.
-func (db *DB) mapError(err error) error {
-	if err == nil || loremnews.ErrorCode(err) != loremnews.EINTERNAL {
-		return err
-	}
-	unavailable := func(msg string) error {
-		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "%s", msg), err)
-	}
-	switch code := pgCode(err); {
-	case code == "23514", code == "22021", code == "22P05", code == "22001":
-		// The domain rules should have caught this first: a CHECK,
-		// a character PostgreSQL cannot store (NUL), an over-long value.
-		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EINVALID, "The input breaks a rule of the database."), err)
-	case code == "53100":
-		return unavailable("The database is full (out of disk space); nothing was saved. Please try again later.")
-	case code == "55P03", code == "40001", code == "40P01", code == "57014", strings.HasPrefix(code, "53"):
-		return unavailable("The database is busy. Please try again.")
-	case strings.HasPrefix(code, "57P"), strings.HasPrefix(code, "08"), code == "25006":
-		return unavailable("The database is unavailable. Please try again later.")
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return unavailable("The site is too busy right now. Please try again.")
-	}
-	var ne *net.OpError
-	if errors.As(err, &ne) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
-		return unavailable("The database is unavailable. Please try again later.")
-	}
-	return err
-}
-
-// mustAffect turns "no row changed" into ENOTFOUND naming the thing.
-func mustAffect(tag pgconn.CommandTag, thing string) error {
-	if tag.RowsAffected() == 0 {
-		return loremnews.Errorf(loremnews.ENOTFOUND, "%s not found.", thing)
-	}
-	return nil
 }
 
 // DB is the PostgreSQL implementation of the store the web layer uses.

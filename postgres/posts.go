@@ -57,7 +57,7 @@ func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*lo
 func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
-		p, err = db.insertPost(ctx, tx, userID, in, false)
+		p, err = db.insertPost(ctx, tx, userID, in)
 		return err
 	})
 	if err != nil {
@@ -67,8 +67,19 @@ func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInp
 }
 
 // insertPost inserts the post, then counts it on its author's row (users
-// are locked last); touch also sets the author's last_seen_at there.
-func (db *DB) insertPost(ctx context.Context, tx pgx.Tx, userID int64, in loremnews.PostInput, touch bool) (*loremnews.Post, error) {
+// are locked last).
+func (db *DB) insertPost(ctx context.Context, tx pgx.Tx, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
+	p, err := db.insertPostRow(ctx, tx, userID, in)
+	if err != nil {
+		return nil, err
+	}
+	_, err = tx.Exec(ctx, `UPDATE users SET posts_count = posts_count + 1 WHERE id = $1`, userID)
+	return p, err
+}
+
+// insertPostRow inserts the post only; the caller counts it on its author's
+// row, after every other lock the transaction takes.
+func (db *DB) insertPostRow(ctx context.Context, tx pgx.Tx, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	now := db.now()
 	p := &loremnews.Post{UserID: userID, Title: in.Title, Description: in.Description, PublishedAt: now, CreatedAt: now, UpdatedAt: now}
 	err := tx.QueryRow(ctx, `INSERT INTO posts (user_id, title, description, published_at, created_at, updated_at)
@@ -76,12 +87,7 @@ func (db *DB) insertPost(ctx context.Context, tx pgx.Tx, userID int64, in loremn
 	if err != nil {
 		return nil, uniqueError(err)
 	}
-	if touch {
-		_, err = tx.Exec(ctx, `UPDATE users SET posts_count = posts_count + 1, last_seen_at = $2 WHERE id = $1`, userID, now)
-	} else {
-		_, err = tx.Exec(ctx, `UPDATE users SET posts_count = posts_count + 1 WHERE id = $1`, userID)
-	}
-	return p, err
+	return p, nil
 }
 
 // FindPostByID returns the post with its author, or ENOTFOUND.
@@ -121,7 +127,7 @@ func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) 
 // DeletePost removes a post; its comments go by cascade.
 func (db *DB) DeletePost(ctx context.Context, id int64) error {
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		authorID, err := deletePost(ctx, tx, id)
+		authorID, err := deletePostRow(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -134,9 +140,10 @@ func (db *DB) DeletePost(ctx context.Context, id int64) error {
 	return nil
 }
 
-// deletePost removes the post (locking it, then its comments by cascade)
-// and returns its author, whose posts_count the caller uncounts.
-func deletePost(ctx context.Context, tx pgx.Tx, id int64) (authorID int64, err error) {
+// deletePostRow removes the post (locking it, then its comments by cascade)
+// and returns its author, whose posts_count the caller uncounts: after the
+// other users the transaction touches, in id order.
+func deletePostRow(ctx context.Context, tx pgx.Tx, id int64) (authorID int64, err error) {
 	err = tx.QueryRow(ctx, `DELETE FROM posts WHERE id = $1 RETURNING user_id`, id).Scan(&authorID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, errPostNotFound
@@ -190,7 +197,7 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 		p        *loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.readSnapshot(ctx, func(q querier) (err error) {
 		p, err = findPost(ctx, q, id)
 		if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
 			return wasDeleted(ctx, q, "posts", id, err)

@@ -7,8 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/pgcluster"
@@ -172,4 +173,30 @@ func TestServerGoneIsUnavailable(t *testing.T) {
 	_, err = db.CreatePostByRandomUser(ctx, loremnews.PostInput{Title: "Into the void"})
 	storetest.WantCode(t, err, loremnews.EUNAVAILABLE)
 	storetest.WantCode(t, db.Ping(ctx), loremnews.EUNAVAILABLE)
+}
+
+// TestReadSettingsDoesNotMigrate: the benchmark runner reads an admin
+// database's settings, which must not create the app's tables there.
+func TestReadSettingsDoesNotMigrate(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	s, err := postgres.ReadSettings(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s["server_version"] == "" || s["synchronous_commit"] == "" {
+		t.Errorf("settings %v lack server_version or synchronous_commit", s)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var tables int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 0 {
+		t.Errorf("%d tables in the database after ReadSettings, want 0", tables)
+	}
 }

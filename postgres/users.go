@@ -25,29 +25,6 @@ func scanUser(row pgx.Row, extra ...any) (*loremnews.User, error) {
 	return &u, nil
 }
 
-var (
-	errScreenNameTaken = loremnews.Errorf(loremnews.EINVALID, "Screen name has already been taken.")
-	errTitleTaken      = loremnews.Errorf(loremnews.EINVALID, "Title has already been taken.")
-	errUserNotFound    = loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
-)
-
-// uniqueError turns a unique or foreign-key violation into the domain error
-// the SQLite store gives for it, and passes any other error through.
-func uniqueError(err error) error {
-	switch pgCode(err) {
-	case "23505":
-		switch constraint(err) {
-		case "index_users_on_screen_name":
-			return errScreenNameTaken
-		case "index_posts_on_title":
-			return errTitleTaken
-		}
-	case "23503":
-		return errUserNotFound
-	}
-	return err
-}
-
 // CreateUser stores a new user.
 func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string) (*loremnews.User, error) {
 	var u *loremnews.User
@@ -172,7 +149,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 		posts    []*loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.readSnapshot(ctx, func(q querier) (err error) {
 		if u, err = findUser(ctx, q, id); err != nil {
 			return err
 		}
@@ -194,7 +171,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 // UserPosts lists the user's posts with id < beforeID, newest first.
 func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
-	err := db.read(ctx, func(q querier) error {
+	err := db.readSnapshot(ctx, func(q querier) error {
 		author, err := findAuthor(ctx, q, userID)
 		if err != nil {
 			return err
@@ -211,7 +188,7 @@ func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) 
 // UserComments lists the user's comments with id < beforeID, newest first.
 func (db *DB) UserComments(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	var comments []*loremnews.Comment
-	err := db.read(ctx, func(q querier) error {
+	err := db.readSnapshot(ctx, func(q querier) error {
 		author, err := findAuthor(ctx, q, userID)
 		if err != nil {
 			return err

@@ -2,7 +2,7 @@
 // "password"), 1,000 posts by random users with 5–10 paragraphs each, and
 // 5–15 comments per post by random users, with plausible times. The data is
 // a pure function of Config, so --seed N always gives the same database; the
-// store loads it (loremnews.Database.LoadDataset) in one transaction.
+// store imports it (loremnews.Database.ImportDataset) in one transaction.
 package seed
 
 import (

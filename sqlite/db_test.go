@@ -240,3 +240,14 @@ func TestEnhancedWaitsForTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDescribeNamesTheProfile: the start-up line says which connection
+// setup serves the site, through the Database interface alone.
+func TestDescribeNamesTheProfile(t *testing.T) {
+	for _, profile := range []sqlite.Profile{sqlite.ProfileNaive, sqlite.ProfileSplit} {
+		var db loremnews.Database = MustOpenDB(t, profile)
+		if got, want := db.Describe(), "profile "+string(profile); got != want {
+			t.Errorf("Describe() = %q, want %q", got, want)
+		}
+	}
+}

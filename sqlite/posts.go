@@ -18,8 +18,6 @@ const (
 	postSummaryColumns = `p.id, p.user_id, p.title, p.comments_count, p.created_at`
 )
 
-var errTitleTaken = loremnews.Errorf(loremnews.EINVALID, "Title has already been taken.")
-
 func scanPost(s scanner, extra ...any) (*loremnews.Post, error) {
 	var p loremnews.Post
 	var published sql.NullTime

@@ -26,8 +26,6 @@ func scanUser(s scanner, extra ...any) (*loremnews.User, error) {
 	return &u, nil
 }
 
-var errScreenNameTaken = loremnews.Errorf(loremnews.EINVALID, "Screen name has already been taken.")
-
 // CreateUser stores a new user.
 func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string) (*loremnews.User, error) {
 	var u *loremnews.User
@@ -268,16 +266,4 @@ func queryUserComments(ctx context.Context, q querier, author *loremnews.User, b
 		comments = append(comments, c)
 	}
 	return comments, rows.Err()
-}
-
-// mustAffect turns "no row changed" into ENOTFOUND naming the thing.
-func mustAffect(res sql.Result, thing string) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return loremnews.Errorf(loremnews.ENOTFOUND, "%s not found.", thing)
-	}
-	return nil
 }

@@ -23,20 +23,20 @@ func testExportLoad(t *testing.T, open Opener) {
 	if err := src.CreateSession(ctx, &loremnews.Session{UserID: u.ID, TokenDigest: []byte("token-digest"), UserAgent: "UA", IPAddress: "127.0.0.1"}); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := src.Export(ctx)
+	ds, err := src.ExportDataset(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := open(t)
 	MustSeed(t, dst, 3, 3) // replaced by the load
-	if err := dst.LoadDataset(ctx, ds); err != nil {
+	if err := dst.ImportDataset(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
 	a, b := MustBeConsistent(t, src), MustBeConsistent(t, dst)
 	if a.Users != b.Users || a.Posts != b.Posts || a.Comments != b.Comments || b.Sessions != 1 {
 		t.Fatalf("source %+v, copy %+v", a, b)
 	}
-	again, err := dst.Export(ctx)
+	again, err := dst.ExportDataset(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ func MustSeed(tb testing.TB, db loremnews.Database, users, posts int) *seed.Data
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := db.LoadDataset(context.Background(), ds); err != nil {
+	if err := db.ImportDataset(context.Background(), ds); err != nil {
 		tb.Fatal(err)
 	}
 	return ds

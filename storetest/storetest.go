@@ -528,7 +528,7 @@ func testSessionLimits(t *testing.T, open Opener) {
 		session(3, 10*day, 8*day),     // idle for 8 days
 		session(4, 10*day, time.Hour), // live
 	}}
-	if err := db.LoadDataset(ctx, ds); err != nil {
+	if err := db.ImportDataset(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
 	limits := loremnews.SessionLimits{Idle: 7 * day, Lifetime: 30 * day}

@@ -69,11 +69,11 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else if !empty && !replace {
 		return fmt.Errorf("the target %s already has data; add --replace to overwrite it", dstDB.Name())
 	}
-	ds, err := srcDB.Export(ctx)
+	ds, err := srcDB.ExportDataset(ctx)
 	if err != nil {
 		return err
 	}
-	if err := dstDB.LoadDataset(ctx, ds); err != nil {
+	if err := dstDB.ImportDataset(ctx, ds); err != nil {
 		return err
 	}
 	c, err := dstDB.CheckConsistency(ctx)
@@ -102,7 +102,7 @@ func copyTarget(s string) dbFlags {
 }
 
 // compareCounters says which of the source's counter caches disagreed with
-// its rows (LoadDataset recomputes them).
+// its rows (ImportDataset recomputes them).
 func compareCounters(ds *loremnews.Dataset) string {
 	posts := map[int64]int{}
 	comments := map[int64]int{}

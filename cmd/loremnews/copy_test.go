@@ -31,7 +31,7 @@ func TestCopySQLiteToPostgresAndBack(t *testing.T) {
 	if err := sdb.DeletePost(ctx, 7); err != nil {
 		t.Fatal(err)
 	}
-	want, err := sdb.Export(ctx)
+	want, err := sdb.ExportDataset(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestCopySQLiteToPostgresAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bdb.Close()
-	got, err := bdb.Export(ctx)
+	got, err := bdb.ExportDataset(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func (s *seedFlags) load(ctx context.Context, db loremnews.Database, stdout io.W
 	if err != nil {
 		return err
 	}
-	if err := db.LoadDataset(ctx, ds); err != nil {
+	if err := db.ImportDataset(ctx, ds); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "seeded %s: %d users, %d posts, %d comments in %s (seed %d; every password is \"password\")\n",

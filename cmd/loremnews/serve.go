@@ -13,7 +13,6 @@ import (
 	"github.com/loremnews/loremnews"
 	lnhttp "github.com/loremnews/loremnews/http"
 	"github.com/loremnews/loremnews/metrics"
-	"github.com/loremnews/loremnews/sqlite"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -213,11 +212,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if benchmarking {
 		log.Warn("benchmarking endpoints are ON: POST /benchmarking/{action} creates and deletes data at random without signing in")
 	}
-	setup := "PostgreSQL"
-	if sdb, ok := db.(*sqlite.DB); ok {
-		setup = "profile " + string(sdb.Profile())
-	}
-	fmt.Fprintf(stdout, "Lorem News listening on http://%s (%s, database %s)\n", ln.Addr(), setup, db.Name())
+	fmt.Fprintf(stdout, "Lorem News listening on http://%s (%s, database %s)\n", ln.Addr(), db.Describe(), db.Name())
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -76,7 +76,7 @@ func TestServePurgesExpiredSessions(t *testing.T) {
 			{ID: 2, UserID: 1, TokenDigest: []byte("today"), CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-time.Hour)},
 		},
 	}
-	if err := db.LoadDataset(ctx, ds); err != nil {
+	if err := db.ImportDataset(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

@@ -18,10 +18,10 @@ func nullTime(t interface{ IsZero() bool }) any {
 	return t
 }
 
-// LoadDataset replaces every row with ds's (keeping ids) in one transaction,
+// ImportDataset replaces every row with ds's (keeping ids) in one transaction,
 // using COPY, then sets the counter caches to the true counts and each id
 // sequence past the largest id.
-func (db *DB) LoadDataset(ctx context.Context, ds *loremnews.Dataset) error {
+func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `TRUNCATE sessions, comments, posts, users RESTART IDENTITY`); err != nil {
 			return err
@@ -75,8 +75,8 @@ func (db *DB) LoadDataset(ctx context.Context, ds *loremnews.Dataset) error {
 	return nil
 }
 
-// Export reads every row in id order from one REPEATABLE READ snapshot.
-func (db *DB) Export(ctx context.Context) (*loremnews.Dataset, error) {
+// ExportDataset reads every row in id order from one REPEATABLE READ snapshot.
+func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 	ds := &loremnews.Dataset{}
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error

@@ -8,10 +8,10 @@ import (
 	"github.com/loremnews/loremnews"
 )
 
-// LoadDataset replaces every row with the given users, posts and comments
+// ImportDataset replaces every row with the given users, posts and comments
 // (keeping their ids), then sets the counter caches to the true counts.
 // It is one transaction: a crash midway leaves the old data untouched.
-func (db *DB) LoadDataset(ctx context.Context, ds *loremnews.Dataset) error {
+func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
 	users, posts, comments, sessions := ds.Users, ds.Posts, ds.Comments, ds.Sessions
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, stmt := range []string{
@@ -133,9 +133,9 @@ func (db *DB) Empty(ctx context.Context) (bool, error) {
 	return n == 0, nil
 }
 
-// Export reads every row in id order. It runs in one read transaction, so
+// ExportDataset reads every row in id order. It runs in one read transaction, so
 // the rows are one consistent snapshot even while the site writes.
-func (db *DB) Export(ctx context.Context) (*loremnews.Dataset, error) {
+func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 	ds := &loremnews.Dataset{}
 	tx, err := db.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {

@@ -1,0 +1,166 @@
+package sqlite
+
+// This file runs reads and writes in transactions: the read pool, the
+// one-snapshot reads that pages need, and the writer that waits its turn.
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// querier is what read helpers need: a pool, a connection or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// read runs fn against the read pool. In profiles that poll for SQLite's lock
+// instead of using its busy handler, a read that meets SQLITE_BUSY (possible
+// in WAL mode only while another connection recovers the WAL) is retried.
+func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
+	if !db.spec.pollBusy && !db.spec.gemBusy || db.readDB != db.writeDB {
+		return db.mapError(fn(db.readDB))
+	}
+	deadline := time.Now().Add(db.writerTimeout)
+	for count := 0; ; count++ {
+		err := fn(db.readDB)
+		if err == nil || !isBusy(err) || !db.retryBusy(count, deadline) {
+			return db.mapError(err)
+		}
+		if err := sleepCtx(ctx, db.busyInterval()); err != nil {
+			return db.mapError(err)
+		}
+	}
+}
+
+// retryBusy decides whether the count-th SQLITE_BUSY (from 0) of one
+// statement is retried: the gem's rule in the enhanced profile, the
+// deadline in the polling ones.
+func (db *DB) retryBusy(count int, deadline time.Time) bool {
+	if db.spec.gemBusy {
+		return gemBusyHandler(count, db.writerTimeout)
+	}
+	return db.spec.pollBusy && !time.Now().After(deadline)
+}
+
+// busyInterval is the sleep before the next try after SQLITE_BUSY.
+func (db *DB) busyInterval() time.Duration {
+	if db.spec.gemBusy {
+		return gemRetryInterval
+	}
+	return busyPollInterval
+}
+
+// readSnapshot runs fn's queries in one read transaction on one read
+// connection: one snapshot for the whole page, and one start of a read
+// transaction instead of one per query. The latter matters because a
+// connection drops its whole page cache when its read transaction starts
+// after another connection committed — here, nearly always — so separate
+// queries would each read the shared pages (b-tree roots, the users
+// table) again. Single-pool profiles, whose connections begin IMMEDIATE,
+// keep one implicit transaction per query.
+func (db *DB) readSnapshot(ctx context.Context, fn func(q querier) error) error {
+	if db.readDB == db.writeDB {
+		return db.read(ctx, fn)
+	}
+	conn, err := db.readDB.Conn(ctx)
+	if err != nil {
+		return db.mapError(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
+		return db.mapError(err)
+	}
+	err = fn(conn)
+	// Ending a read transaction cannot fail for a reason worth reporting
+	// over fn's, but it must run even if ctx is done, or the connection
+	// would go back to the pool inside a transaction.
+	if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), `COMMIT`); err == nil {
+		err = cerr
+	}
+	return db.mapError(err)
+}
+
+// write runs fn in one write transaction and commits it. In order:
+//  1. with a writer queue, wait for this process's earlier writers to finish
+//     (first come, first served), at most WriterTimeout;
+//  2. BEGIN (IMMEDIATE in every profile but naive, so the write lock is taken
+//     up front: a deferred transaction that reads and then writes fails with
+//     SQLITE_BUSY at once if another writer committed since its read, and no
+//     busy timeout can help it);
+//  3. fn, then COMMIT. Any error rolls back.
+//
+// In the batch profile the group committer does all three for the writes
+// queued at that moment together (group_commit.go). fn gets the context to
+// run its statements with: the request's, or in a batch one that keeps the
+// request's values but cannot be cancelled.
+func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if db.committer != nil {
+		return db.mapError(db.committer.submit(ctx, fn))
+	}
+	// WriterTimeout bounds the wait for the turn and the lock, not the
+	// transaction itself (a large seed may take longer).
+	start := time.Now()
+	deadline := start.Add(db.writerTimeout)
+	if db.queue != nil {
+		qctx, cancel := context.WithDeadline(ctx, deadline)
+		release, err := db.queue.acquire(qctx)
+		cancel()
+		if err != nil {
+			db.observeWriteWait(start)
+			return db.mapError(fmt.Errorf("wait for writer turn: %w", err))
+		}
+		defer release()
+	}
+	tx, err := db.beginWrite(ctx, deadline)
+	db.observeWriteWait(start)
+	if err != nil {
+		return db.mapError(fmt.Errorf("begin: %w", err))
+	}
+	defer tx.Rollback()
+	if err := fn(ctx, tx); err != nil {
+		return db.mapError(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return db.mapError(fmt.Errorf("commit: %w", err))
+	}
+	return nil
+}
+
+// beginWrite starts a write transaction. Where the profile polls, a BEGIN
+// IMMEDIATE that finds the lock held by another connection is retried every
+// busyPollInterval until the deadline, or on the gem's schedule in the
+// enhanced profile; elsewhere SQLite's busy handler does the waiting inside
+// the BEGIN. The transaction lives as long as ctx.
+func (db *DB) beginWrite(ctx context.Context, deadline time.Time) (*sql.Tx, error) {
+	for count := 0; ; count++ {
+		tx, err := db.writeDB.BeginTx(ctx, nil)
+		if err == nil || !isBusy(err) || !db.retryBusy(count, deadline) {
+			return tx, err
+		}
+		db.busyRetries.Add(1)
+		if err := sleepCtx(ctx, db.busyInterval()); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (db *DB) observeWriteWait(start time.Time) {
+	if db.onWriteWait != nil {
+		db.onWriteWait(time.Since(start))
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
