@@ -27,13 +27,13 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if to == "" {
-		return &usageError{msg: "--to is required", usage: fs.usage}
+		return &usageError{msg: "--to is required", cmd: fs.Name()}
 	}
 	if d.postgres() {
-		return &usageError{msg: "backup copies a SQLite file; for PostgreSQL use pg_dump, or `loremnews copy --from postgres://… --to sqlite:FILE`", usage: fs.usage}
+		return &usageError{msg: "backup copies a SQLite file; for PostgreSQL use pg_dump, or `loremnews copy --from postgres://… --to sqlite:FILE`", cmd: fs.Name()}
 	}
 	if _, err := os.Stat(to); err == nil {
-		return &usageError{msg: fmt.Sprintf("--to %s already exists; choose a new file", to), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("--to %s already exists; choose a new file", to), cmd: fs.Name()}
 	}
 	opened, err := d.open(ctx)
 	if err != nil {

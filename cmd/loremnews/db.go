@@ -29,7 +29,7 @@ type dbFlags struct {
 const defaultDB = "storage/loremnews.sqlite3"
 
 func (d *dbFlags) register(fs *flagSet) {
-	fs.StringVar(&d.dsn, "db", defaultDB, "SQLite file path or URI (pragmas ride along as file:PATH?_pragma=cache_size(-16000)),\nor a PostgreSQL URL: postgres://user:password@host:5432/dbname")
+	fs.StringVar(&d.dsn, "db", defaultDB, "SQLite file `PATH` or URI (pragmas ride along as file:PATH?_pragma=cache_size(-16000)),\nor a PostgreSQL URL: postgres://user:password@host:5432/dbname")
 	fs.twin("db", "LOREM_DB")
 	fs.StringVar(&d.profile, "profile", string(sqlite.ProfileSplit), "connection setup: "+strings.Join(sqlite.ProfileNames(), ", "))
 	fs.twin("profile", "LOREM_PROFILE")
@@ -46,26 +46,26 @@ func (d *dbFlags) register(fs *flagSet) {
 func (d *dbFlags) validate(fs *flagSet) error {
 	switch {
 	case !sqlite.ValidProfile(d.profile):
-		return &usageError{msg: fmt.Sprintf("unknown --profile %q (want one of %s)", d.profile, strings.Join(sqlite.ProfileNames(), ", ")), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("unknown --profile %q (want one of %s)", d.profile, strings.Join(sqlite.ProfileNames(), ", ")), cmd: fs.Name()}
 	case d.readConns < 0:
-		return &usageError{msg: "--read-conns must be 0 (auto) or more", usage: fs.usage}
+		return &usageError{msg: "--read-conns must be 0 (auto) or more", cmd: fs.Name()}
 	case d.writerTimeout <= 0:
-		return &usageError{msg: "--writer-timeout must be positive", usage: fs.usage}
+		return &usageError{msg: "--writer-timeout must be positive", cmd: fs.Name()}
 	case d.pgSyncCommit != "" && !slices.Contains([]string{"on", "off", "local", "remote_write", "remote_apply"}, d.pgSyncCommit):
-		return &usageError{msg: fmt.Sprintf("--pg-synchronous-commit %q: want on, off, local, remote_write or remote_apply", d.pgSyncCommit), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("--pg-synchronous-commit %q: want on, off, local, remote_write or remote_apply", d.pgSyncCommit), cmd: fs.Name()}
 	case d.pgMaxConns < 0:
-		return &usageError{msg: "--pg-max-conns must be 0 (auto) or more", usage: fs.usage}
+		return &usageError{msg: "--pg-max-conns must be 0 (auto) or more", cmd: fs.Name()}
 	case d.dsn == "":
-		return &usageError{msg: "--db must not be empty", usage: fs.usage}
+		return &usageError{msg: "--db must not be empty", cmd: fs.Name()}
 	case d.postgres():
 		if err := postgres.CheckURL(d.dsn); err != nil {
-			return &usageError{msg: fmt.Sprintf("--db is not a valid PostgreSQL URL: %v", err), usage: fs.usage}
+			return &usageError{msg: fmt.Sprintf("--db is not a valid PostgreSQL URL: %v", err), cmd: fs.Name()}
 		}
 		return nil
 	}
 	path, _, _ := strings.Cut(strings.TrimPrefix(d.dsn, "file:"), "?")
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return &usageError{msg: fmt.Sprintf("--db %s is a directory, not a database file", path), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("--db %s is a directory, not a database file", path), cmd: fs.Name()}
 	}
 	return nil
 }
@@ -111,7 +111,7 @@ func (s *seedFlags) register(fs *flagSet) {
 
 func (s *seedFlags) validate(fs *flagSet) error {
 	if s.users < 1 || s.posts < 0 {
-		return &usageError{msg: "--users must be at least 1 and --posts at least 0", usage: fs.usage}
+		return &usageError{msg: "--users must be at least 1 and --posts at least 0", cmd: fs.Name()}
 	}
 	return nil
 }
