@@ -17,7 +17,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			"Write a consistent copy of the database to FILE while the site keeps serving (VACUUM INTO: one\n"+
 				"snapshot, compacted). The copy is then checked: integrity, foreign keys and counter caches.", stdout)
 	)
-	d.register(fs)
+	d.registerDB(fs)
 	fs.StringVar(&to, "to", "", "the backup file to create (must not exist)")
 	fs.twin("to", "LOREM_BACKUP_TO")
 	if err := fs.parse(args); err != nil {

@@ -26,21 +26,34 @@ type dbFlags struct {
 	onWriteWait   func(time.Duration) // set by serve when metrics are on
 }
 
-const defaultDB = "storage/loremnews.sqlite3"
+const (
+	defaultDB            = "storage/loremnews.sqlite3"
+	defaultWriterTimeout = 5 * time.Second
+)
 
+// register adds --db and the pool tuning flags, for commands that serve or
+// write in bulk, where the connection setup decides the outcome.
 func (d *dbFlags) register(fs *flagSet) {
-	fs.StringVar(&d.dsn, "db", defaultDB, "SQLite file `PATH` or URI (pragmas ride along as file:PATH?_pragma=cache_size(-16000)),\nor a PostgreSQL URL: postgres://user:password@host:5432/dbname")
-	fs.twin("db", "LOREM_DB")
+	d.registerDB(fs)
 	fs.StringVar(&d.profile, "profile", string(sqlite.ProfileSplit), "connection setup: "+strings.Join(sqlite.ProfileNames(), ", "))
 	fs.twin("profile", "LOREM_PROFILE")
 	fs.IntVar(&d.readConns, "read-conns", 0, "size of the read pool (shared pool in single-pool profiles); 0 = max(4, 2×GOMAXPROCS)")
 	fs.twin("read-conns", "LOREM_READ_CONNS")
-	fs.DurationVar(&d.writerTimeout, "writer-timeout", 5*time.Second, "longest a write waits for its turn and SQLite's lock (PostgreSQL: for a connection and for each row lock) before answering 503")
+	fs.DurationVar(&d.writerTimeout, "writer-timeout", defaultWriterTimeout, "longest a write waits for its turn and SQLite's lock (PostgreSQL: for a connection and for each row lock) before answering 503")
 	fs.twin("writer-timeout", "LOREM_WRITER_TIMEOUT")
 	fs.IntVar(&d.pgMaxConns, "pg-max-conns", 0, "PostgreSQL only: connection pool size; 0 = max(4, 4×GOMAXPROCS)")
 	fs.twin("pg-max-conns", "LOREM_PG_MAX_CONNS")
 	fs.StringVar(&d.pgSyncCommit, "pg-synchronous-commit", "", "PostgreSQL only: synchronous_commit for this app (on, off, local, remote_write, remote_apply); empty = the server's setting")
 	fs.twin("pg-synchronous-commit", "LOREM_PG_SYNCHRONOUS_COMMIT")
+}
+
+// registerDB adds --db alone, for commands whose work the pool tuning does
+// not change (migrate, backup); the tuning keeps serve's defaults.
+func (d *dbFlags) registerDB(fs *flagSet) {
+	fs.StringVar(&d.dsn, "db", defaultDB, "SQLite file `PATH` or URI (pragmas ride along as file:PATH?_pragma=cache_size(-16000)),\nor a PostgreSQL URL: postgres://user:password@host:5432/dbname")
+	fs.twin("db", "LOREM_DB")
+	d.profile = string(sqlite.ProfileSplit)
+	d.writerTimeout = defaultWriterTimeout
 }
 
 func (d *dbFlags) validate(fs *flagSet) error {

@@ -273,6 +273,11 @@ func TestUsageErrors(t *testing.T) {
 				t.Errorf("serve --help lacks %q:\n%s", want, serve)
 			}
 		}
+		for _, cmd := range []string{"migrate", "backup"} {
+			if h := help(cmd); !strings.Contains(h, "--db PATH") || strings.Contains(h, "--read-conns") || strings.Contains(h, "--profile") {
+				t.Errorf("%s --help should show --db and no pool tuning:\n%s", cmd, h)
+			}
+		}
 		for _, noise := range []string{"(default 0s)", "(default 0)", "(default false)", "\n  --c ", "\n  -db "} {
 			if strings.Contains(load+serve, noise) {
 				t.Errorf("--help shows %q", noise)
