@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +69,10 @@ func (c *Config) validate() error {
 	switch {
 	case c.URL == "":
 		return errors.New("load: no URL")
+	case !strings.Contains(c.URL, "://") && !strings.HasPrefix(c.URL, "/"):
+		// "localhost:8080/" would parse with the scheme "localhost", and
+		// "127.0.0.1:8080/" not at all: name the likely fix instead.
+		return fmt.Errorf("load: URL %q has no scheme; did you mean http://%s?", c.URL, c.URL)
 	case err != nil:
 		return fmt.Errorf("load: bad URL %q: %w", c.URL, err)
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":

@@ -17,7 +17,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			"Write a consistent copy of the database to FILE while the site keeps serving (VACUUM INTO: one\n"+
 				"snapshot, compacted). The copy is then checked: integrity, foreign keys and counter caches.", stdout)
 	)
-	d.register(fs)
+	d.registerDB(fs)
 	fs.StringVar(&to, "to", "", "the backup file to create (must not exist)")
 	fs.twin("to", "LOREM_BACKUP_TO")
 	if err := fs.parse(args); err != nil {
@@ -27,13 +27,13 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if to == "" {
-		return &usageError{msg: "--to is required", usage: fs.usage}
+		return &usageError{msg: "--to is required", cmd: fs.Name()}
 	}
 	if d.postgres() {
-		return &usageError{msg: "backup copies a SQLite file; for PostgreSQL use pg_dump, or `loremnews copy --from postgres://… --to sqlite:FILE`", usage: fs.usage}
+		return &usageError{msg: "backup copies a SQLite file; for PostgreSQL use pg_dump, or `loremnews copy --from postgres://… --to sqlite:FILE`", cmd: fs.Name()}
 	}
 	if _, err := os.Stat(to); err == nil {
-		return &usageError{msg: fmt.Sprintf("--to %s already exists; choose a new file", to), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("--to %s already exists; choose a new file", to), cmd: fs.Name()}
 	}
 	opened, err := d.open(ctx)
 	if err != nil {

@@ -111,7 +111,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					ServeArgs: []string{"--pg-synchronous-commit", "off"},
 					Note:      "PostgreSQL with synchronous_commit=off for the app: commits are not flushed before the response, the durability SQLite's synchronous=NORMAL has."})
 			default:
-				return &usageError{msg: fmt.Sprintf("unknown target %q in --targets (want sqlite, postgres, postgres-async)", name), usage: fs.usage}
+				return &usageError{msg: fmt.Sprintf("unknown target %q in --targets (want sqlite, postgres, postgres-async)", name), cmd: fs.Name()}
 			}
 		}
 	} else {
@@ -122,19 +122,19 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				continue
 			}
 			if !sqlite.ValidProfile(name) {
-				return &usageError{msg: fmt.Sprintf("unknown setup %q in --setups (want some of %s, postgres)", name, strings.Join(sqlite.ProfileNames(), ", ")), usage: fs.usage}
+				return &usageError{msg: fmt.Sprintf("unknown setup %q in --setups (want some of %s, postgres)", name, strings.Join(sqlite.ProfileNames(), ", ")), cmd: fs.Name()}
 			}
 			cfg.Setups = append(cfg.Setups, bench.Setup{Name: name, Binary: binary, Profile: name, Note: talkSteps[name]})
 		}
 	}
 	if cfg.PostgresURL != "" {
 		if err := postgres.CheckURL(cfg.PostgresURL); err != nil || !postgres.IsURL(cfg.PostgresURL) {
-			return &usageError{msg: fmt.Sprintf("--postgres %q is not a postgres:// URL", cfg.PostgresURL), usage: fs.usage}
+			return &usageError{msg: fmt.Sprintf("--postgres %q is not a postgres:// URL", cfg.PostgresURL), cmd: fs.Name()}
 		}
 	}
 	if plainBinary != "" {
 		if _, err := os.Stat(plainBinary); err != nil {
-			return &usageError{msg: fmt.Sprintf("--plain-binary: %v", err), usage: fs.usage}
+			return &usageError{msg: fmt.Sprintf("--plain-binary: %v", err), cmd: fs.Name()}
 		}
 		plainBinary, _ = filepath.Abs(plainBinary)
 		cfg.Setups = append(cfg.Setups, bench.Setup{Name: "split-plain", Binary: plainBinary, Profile: string(sqlite.ProfileSplit),
@@ -144,10 +144,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		for _, c := range strings.Split(compare, ",") {
 			name, path, ok := strings.Cut(strings.TrimSpace(c), "=")
 			if !ok || name == "" || path == "" {
-				return &usageError{msg: fmt.Sprintf("bad --compare entry %q: want NAME=PATH", c), usage: fs.usage}
+				return &usageError{msg: fmt.Sprintf("bad --compare entry %q: want NAME=PATH", c), cmd: fs.Name()}
 			}
 			if _, err := os.Stat(path); err != nil {
-				return &usageError{msg: fmt.Sprintf("--compare %s: %v", name, err), usage: fs.usage}
+				return &usageError{msg: fmt.Sprintf("--compare %s: %v", name, err), cmd: fs.Name()}
 			}
 			path, _ = filepath.Abs(path)
 			// The first setup again, on the other build.
@@ -161,7 +161,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		for _, l := range strings.Split(levels, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(l))
 			if err != nil || n < 1 {
-				return &usageError{msg: fmt.Sprintf("bad --sweep-levels entry %q", l), usage: fs.usage}
+				return &usageError{msg: fmt.Sprintf("bad --sweep-levels entry %q", l), cmd: fs.Name()}
 			}
 			cfg.Sweep = append(cfg.Sweep, n)
 		}
@@ -172,7 +172,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 {
-			return &usageError{msg: fmt.Sprintf("bad --point-read entry %q (want concurrencies, e.g. 1,5,10)", l), usage: fs.usage}
+			return &usageError{msg: fmt.Sprintf("bad --point-read entry %q (want concurrencies, e.g. 1,5,10)", l), cmd: fs.Name()}
 		}
 		cfg.PointRead = append(cfg.PointRead, n)
 	}
@@ -186,12 +186,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		action, c, ok := strings.Cut(sc, "@")
 		n, err := strconv.Atoi(c)
 		if !ok || err != nil || n < 1 || action == "" {
-			return &usageError{msg: fmt.Sprintf("bad --scenarios entry %q (want ACTION@CONCURRENCY)", sc), usage: fs.usage}
+			return &usageError{msg: fmt.Sprintf("bad --scenarios entry %q (want ACTION@CONCURRENCY)", sc), cmd: fs.Name()}
 		}
 		cfg.Scenarios = append(cfg.Scenarios, bench.Scenario{Action: action, Concurrency: n})
 	}
 	if cfg.Runs < 1 || cfg.Concurrency < 1 || cfg.Duration <= 0 || cfg.Users < 1 || cfg.Posts < 1 {
-		return &usageError{msg: "--runs, -c, -z, --users and --posts must be positive", usage: fs.usage}
+		return &usageError{msg: "--runs, -c, -z, --users and --posts must be positive", cmd: fs.Name()}
 	}
 	if out == "" {
 		out = freshReportDir(filepath.Join("benchmarks", time.Now().UTC().Format("2006-01-02")+"-"+cfg.Action))

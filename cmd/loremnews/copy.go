@@ -34,11 +34,11 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if from == "" || to == "" {
-		return &usageError{msg: "both --from and --to are required", usage: fs.usage}
+		return &usageError{msg: "both --from and --to are required", cmd: fs.Name()}
 	}
 	src, dst := copyTarget(from), copyTarget(to)
 	if src.dsn == dst.dsn {
-		return &usageError{msg: "--from and --to are the same database", usage: fs.usage}
+		return &usageError{msg: "--from and --to are the same database", cmd: fs.Name()}
 	}
 	for _, d := range []*dbFlags{&src, &dst} {
 		if err := d.validate(fs); err != nil {
@@ -49,7 +49,7 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// Opening a SQLite file creates it; a source must already exist.
 		path, _, _ := strings.Cut(strings.TrimPrefix(src.dsn, "file:"), "?")
 		if _, err := os.Stat(path); err != nil {
-			return &usageError{msg: fmt.Sprintf("--from %s: no such database file", path), usage: fs.usage}
+			return &usageError{msg: fmt.Sprintf("--from %s: no such database file", path), cmd: fs.Name()}
 		}
 	}
 

@@ -26,16 +26,20 @@ type dbFlags struct {
 	onWriteWait   func(time.Duration) // set by serve when metrics are on
 }
 
-const defaultDB = "storage/loremnews.sqlite3"
+const (
+	defaultDB            = "storage/loremnews.sqlite3"
+	defaultWriterTimeout = 5 * time.Second
+)
 
+// register adds --db and the pool tuning flags, for commands that serve or
+// write in bulk, where the connection setup decides the outcome.
 func (d *dbFlags) register(fs *flagSet) {
-	fs.StringVar(&d.dsn, "db", defaultDB, "SQLite file path or URI (pragmas ride along as file:PATH?_pragma=cache_size(-16000)),\nor a PostgreSQL URL: postgres://user:password@host:5432/dbname")
-	fs.twin("db", "LOREM_DB")
+	d.registerDB(fs)
 	fs.StringVar(&d.profile, "profile", string(sqlite.ProfileSplit), "connection setup: "+strings.Join(sqlite.ProfileNames(), ", "))
 	fs.twin("profile", "LOREM_PROFILE")
 	fs.IntVar(&d.readConns, "read-conns", 0, "size of the read pool (shared pool in single-pool profiles); 0 = max(4, 2×GOMAXPROCS)")
 	fs.twin("read-conns", "LOREM_READ_CONNS")
-	fs.DurationVar(&d.writerTimeout, "writer-timeout", 5*time.Second, "longest a write waits for its turn and SQLite's lock (PostgreSQL: for a connection and for each row lock) before answering 503")
+	fs.DurationVar(&d.writerTimeout, "writer-timeout", defaultWriterTimeout, "longest a write waits for its turn and SQLite's lock (PostgreSQL: for a connection and for each row lock) before answering 503")
 	fs.twin("writer-timeout", "LOREM_WRITER_TIMEOUT")
 	fs.IntVar(&d.pgMaxConns, "pg-max-conns", 0, "PostgreSQL only: connection pool size; 0 = max(4, 4×GOMAXPROCS)")
 	fs.twin("pg-max-conns", "LOREM_PG_MAX_CONNS")
@@ -43,29 +47,38 @@ func (d *dbFlags) register(fs *flagSet) {
 	fs.twin("pg-synchronous-commit", "LOREM_PG_SYNCHRONOUS_COMMIT")
 }
 
+// registerDB adds --db alone, for commands whose work the pool tuning does
+// not change (migrate, backup); the tuning keeps serve's defaults.
+func (d *dbFlags) registerDB(fs *flagSet) {
+	fs.StringVar(&d.dsn, "db", defaultDB, "SQLite file `PATH` or URI (pragmas ride along as file:PATH?_pragma=cache_size(-16000)),\nor a PostgreSQL URL: postgres://user:password@host:5432/dbname")
+	fs.twin("db", "LOREM_DB")
+	d.profile = string(sqlite.ProfileSplit)
+	d.writerTimeout = defaultWriterTimeout
+}
+
 func (d *dbFlags) validate(fs *flagSet) error {
 	switch {
 	case !sqlite.ValidProfile(d.profile):
-		return &usageError{msg: fmt.Sprintf("unknown --profile %q (want one of %s)", d.profile, strings.Join(sqlite.ProfileNames(), ", ")), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("unknown --profile %q (want one of %s)", d.profile, strings.Join(sqlite.ProfileNames(), ", ")), cmd: fs.Name()}
 	case d.readConns < 0:
-		return &usageError{msg: "--read-conns must be 0 (auto) or more", usage: fs.usage}
+		return &usageError{msg: "--read-conns must be 0 (auto) or more", cmd: fs.Name()}
 	case d.writerTimeout <= 0:
-		return &usageError{msg: "--writer-timeout must be positive", usage: fs.usage}
+		return &usageError{msg: "--writer-timeout must be positive", cmd: fs.Name()}
 	case d.pgSyncCommit != "" && !slices.Contains([]string{"on", "off", "local", "remote_write", "remote_apply"}, d.pgSyncCommit):
-		return &usageError{msg: fmt.Sprintf("--pg-synchronous-commit %q: want on, off, local, remote_write or remote_apply", d.pgSyncCommit), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("--pg-synchronous-commit %q: want on, off, local, remote_write or remote_apply", d.pgSyncCommit), cmd: fs.Name()}
 	case d.pgMaxConns < 0:
-		return &usageError{msg: "--pg-max-conns must be 0 (auto) or more", usage: fs.usage}
+		return &usageError{msg: "--pg-max-conns must be 0 (auto) or more", cmd: fs.Name()}
 	case d.dsn == "":
-		return &usageError{msg: "--db must not be empty", usage: fs.usage}
+		return &usageError{msg: "--db must not be empty", cmd: fs.Name()}
 	case d.postgres():
 		if err := postgres.CheckURL(d.dsn); err != nil {
-			return &usageError{msg: fmt.Sprintf("--db is not a valid PostgreSQL URL: %v", err), usage: fs.usage}
+			return &usageError{msg: fmt.Sprintf("--db is not a valid PostgreSQL URL: %v", err), cmd: fs.Name()}
 		}
 		return nil
 	}
 	path, _, _ := strings.Cut(strings.TrimPrefix(d.dsn, "file:"), "?")
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return &usageError{msg: fmt.Sprintf("--db %s is a directory, not a database file", path), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("--db %s is a directory, not a database file", path), cmd: fs.Name()}
 	}
 	return nil
 }
@@ -111,7 +124,7 @@ func (s *seedFlags) register(fs *flagSet) {
 
 func (s *seedFlags) validate(fs *flagSet) error {
 	if s.users < 1 || s.posts < 0 {
-		return &usageError{msg: "--users must be at least 1 and --posts at least 0", usage: fs.usage}
+		return &usageError{msg: "--users must be at least 1 and --posts at least 0", cmd: fs.Name()}
 	}
 	return nil
 }

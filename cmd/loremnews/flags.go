@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // flagSet is a flag.FlagSet whose flags may have environment-variable
@@ -16,23 +18,28 @@ type flagSet struct {
 	env        map[string]string // flag name → environment variable
 	usage      string
 	positional []string // the arguments after parseArgs
+	printHelp  func()   // writes --help to stdout
 }
 
 func newFlagSet(name, usage, about string, stdout io.Writer) *flagSet {
 	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), env: map[string]string{}, usage: usage}
 	fs.SetOutput(io.Discard) // errors are reported once, by exitCode
-	fs.Usage = func() {
+	// flag.FlagSet calls Usage on every parse error too; the help goes to
+	// stdout only when asked for, so a mistake stays one line on stderr.
+	fs.Usage = func() {}
+	fs.printHelp = func() {
 		fmt.Fprintf(stdout, "%s\n\nusage: %s\n\nflags (each also read from the environment variable shown):\n", about, usage)
 		fs.VisitAll(func(f *flag.Flag) {
 			env := ""
 			if e, ok := fs.env[f.Name]; ok {
 				env = " [$" + e + "]"
 			}
+			name, usage := flagSynopsis(f)
 			def := ""
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			if meaningfulDefault(f.DefValue) {
 				def = fmt.Sprintf(" (default %s)", f.DefValue)
 			}
-			fmt.Fprintf(stdout, "  --%s%s\n      %s%s\n", f.Name, env, f.Usage, def)
+			fmt.Fprintf(stdout, "  %s%s\n      %s%s\n", name, env, usage, def)
 		})
 	}
 	return fs
@@ -54,10 +61,11 @@ func (fs *flagSet) parseArgs(args []string, nargs int) error {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) { // Parse has printed the usage
+			if errors.Is(err, flag.ErrHelp) {
+				fs.printHelp()
 				return err
 			}
-			return &usageError{msg: err.Error(), usage: fs.usage}
+			return &usageError{msg: err.Error() + fs.durationHint(args), cmd: fs.Name()}
 		}
 		if fs.NArg() == 0 {
 			break
@@ -66,10 +74,10 @@ func (fs *flagSet) parseArgs(args []string, nargs int) error {
 		args = fs.Args()[1:]
 	}
 	if len(positional) > nargs {
-		return &usageError{msg: fmt.Sprintf("unexpected argument %q", positional[nargs]), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("unexpected argument %q", positional[nargs]), cmd: fs.Name()}
 	}
 	if len(positional) < nargs {
-		return &usageError{msg: "missing argument", usage: fs.usage}
+		return &usageError{msg: "missing argument", cmd: fs.Name()}
 	}
 	fs.positional = positional
 	given := map[string]bool{}
@@ -80,8 +88,85 @@ func (fs *flagSet) parseArgs(args []string, nargs int) error {
 			continue
 		}
 		if err := fs.Set(name, v); err != nil {
-			return &usageError{msg: fmt.Sprintf("invalid value %q in $%s: %v", v, env, err), usage: fs.usage}
+			return &usageError{msg: fmt.Sprintf("invalid value %q in $%s: %v%s", v, env, err, fs.durationHintFor(name, v)), cmd: fs.Name()}
 		}
 	}
 	return nil
+}
+
+// flagSynopsis is how --help names a flag: one dash for one-letter flags
+// and two for long ones, as people type them, followed by a placeholder
+// for the value if the flag takes one (a backquoted word in its usage,
+// else one named after its type).
+func flagSynopsis(f *flag.Flag) (synopsis, usage string) {
+	placeholder, usage := flag.UnquoteUsage(f)
+	dashes := "--"
+	if len(f.Name) == 1 {
+		dashes = "-"
+	}
+	switch placeholder {
+	case "":
+		return dashes + f.Name, usage
+	case "int", "uint", "int64", "uint64":
+		placeholder = "N"
+	case "float":
+		placeholder = "X"
+	case "value", "string":
+		placeholder = "VALUE"
+	}
+	return dashes + f.Name + " " + strings.ToUpper(placeholder), usage
+}
+
+// meaningfulDefault reports whether --help should print a default: a zero
+// value (0, 0s, false, empty) says nothing the description does not.
+func meaningfulDefault(v string) bool {
+	switch v {
+	case "", "0", "0s", "false", "[]":
+		return false
+	}
+	return true
+}
+
+// durationHint finds, in args that failed to parse, a duration flag given a
+// bare number and suggests the seconds the user most likely meant.
+func (fs *flagSet) durationHint(args []string) string {
+	for i, a := range args {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				continue
+			}
+			value = args[i+1]
+		}
+		if hint := fs.durationHintFor(name, value); hint != "" {
+			return hint
+		}
+	}
+	return ""
+}
+
+// durationHintFor is durationHint for one flag and value: "-z 2" is two
+// seconds to a person but no duration to time.ParseDuration.
+func (fs *flagSet) durationHintFor(name, value string) string {
+	f := fs.Lookup(name)
+	if f == nil {
+		return ""
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return ""
+	}
+	if _, isDuration := g.Get().(time.Duration); !isDuration {
+		return ""
+	}
+	if _, err := time.ParseDuration(value); err == nil {
+		return ""
+	}
+	if _, err := strconv.ParseFloat(value, 64); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %ss?", value)
 }

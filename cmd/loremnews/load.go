@@ -91,26 +91,26 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	switch {
 	case redirects < 0:
-		return &usageError{msg: fmt.Sprintf("--redirect %d: want 0 or more", redirects), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("--redirect %d: want 0 or more", redirects), cmd: fs.Name()}
 	case redirects == 0:
 		cfg.DisableRedirects = true
 	default:
 		cfg.MaxRedirects = redirects
 	}
 	if maxErrorRate < 0 || maxErrorRate > 1 {
-		return &usageError{msg: fmt.Sprintf("--max-error-rate %v: want a share between 0 and 1", maxErrorRate), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("--max-error-rate %v: want a share between 0 and 1", maxErrorRate), cmd: fs.Name()}
 	}
 	if cfg.Requests == 0 && cfg.Duration == 0 {
 		cfg.Requests = 200
 	}
 	if body != "" && bodyFile != "" {
-		return &usageError{msg: "give -d or -D, not both", usage: fs.usage}
+		return &usageError{msg: "give -d or -D, not both", cmd: fs.Name()}
 	}
 	cfg.Body = []byte(body)
 	if bodyFile != "" {
 		b, err := os.ReadFile(bodyFile)
 		if err != nil {
-			return &usageError{msg: fmt.Sprintf("-D: %v", err), usage: fs.usage}
+			return &usageError{msg: fmt.Sprintf("-D: %v", err), cmd: fs.Name()}
 		}
 		cfg.Body = b
 	}
@@ -122,7 +122,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if err != nil {
-		return &usageError{msg: strings.TrimPrefix(err.Error(), "load: "), usage: fs.usage}
+		return &usageError{msg: strings.TrimPrefix(err.Error(), "load: "), cmd: fs.Name()}
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)

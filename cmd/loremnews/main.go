@@ -33,10 +33,13 @@ func exitCode(err error, stderr io.Writer) int {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "loremnews: %s\n", ue.msg)
-		if ue.usage != "" {
-			fmt.Fprintf(stderr, "usage: %s\n", ue.usage)
+		// One line: the mistake and where the flags are explained. The
+		// flag list itself would push the mistake off the screen.
+		help := "loremnews --help"
+		if ue.cmd != "" {
+			help = "loremnews " + ue.cmd + " --help"
 		}
+		fmt.Fprintf(stderr, "loremnews: %s (see `%s`)\n", ue.msg, help)
 		return 2
 	default:
 		fmt.Fprintf(stderr, "loremnews: %v\n", err)
@@ -44,8 +47,9 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 }
 
-// usageError is a mistake in how the command was called.
-type usageError struct{ msg, usage string }
+// usageError is a mistake in how the command was called; cmd names the
+// subcommand whose --help explains it ("" for the top level).
+type usageError struct{ msg, cmd string }
 
 func (e *usageError) Error() string { return e.msg }
 
@@ -66,21 +70,24 @@ var commands = map[string]command{
 	"bench":   {"run the experiment: every SQLite setup (and PostgreSQL) under the same load, reported with charts", runBench},
 }
 
-const mainUsage = "loremnews <command> [flags]   (loremnews <command> --help for a command's flags)"
+const mainUsage = "loremnews <command> [flags]   (loremnews <command> --help for a command's flags; loremnews --version)"
 
 // run is the whole program: it parses args and runs one subcommand until it
 // finishes or ctx is cancelled (SIGINT/SIGTERM).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		return &usageError{msg: "no command given"}
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		printMainHelp(stdout)
-		if len(args) == 0 {
-			return &usageError{msg: "no command given", usage: mainUsage}
-		}
 		return nil
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return runVersion(ctx, args[1:], stdout, stderr)
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		return &usageError{msg: fmt.Sprintf("unknown command %q (commands: %s)", args[0], strings.Join(commandNames(), ", ")), usage: mainUsage}
+		return &usageError{msg: fmt.Sprintf("unknown command %q (commands: %s)", args[0], strings.Join(commandNames(), ", "))}
 	}
 	return cmd.run(ctx, args[1:], stdout, stderr)
 }

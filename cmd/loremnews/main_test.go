@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"os"
@@ -156,7 +158,7 @@ func TestUsageErrors(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		"no command":        {args: nil, want: "no command"},
+		"no command":        {args: nil, want: "no command given (see `loremnews --help`)"},
 		"unknown command":   {args: []string{"frobnicate"}, want: `unknown command "frobnicate"`},
 		"unknown flag":      {args: []string{"serve", "--nope"}, want: "flag provided but not defined: -nope"},
 		"bad duration":      {args: []string{"serve", "--writer-timeout", "soon"}, want: "invalid value"},
@@ -177,21 +179,32 @@ func TestUsageErrors(t *testing.T) {
 		"short secret key":  {args: []string{"serve"}, env: map[string]string{"LOREM_SECRET_KEY": "short"}, want: "--secret-key must be at least 32 characters"},
 		"zero session idle": {args: []string{"serve", "--session-idle", "0s"}, want: "--session-idle and --session-lifetime must be positive"},
 		"bad metrics addr":  {args: []string{"serve", "--metrics-addr", "nowhere"}, want: "invalid --metrics-addr"},
+		"points to help":    {args: []string{"migrate", "--nope"}, want: "(see `loremnews migrate --help`)"},
+		"bare seconds":      {args: []string{"load", "-z", "2", "http://127.0.0.1:1/"}, want: "did you mean 2s?"},
+		"bare seconds env":  {args: []string{"load", "http://127.0.0.1:1/"}, env: map[string]string{"LOREM_LOAD_DURATION": "3"}, want: "did you mean 3s?"},
+		"no scheme":         {args: []string{"load", "-n", "1", "127.0.0.1:8080/"}, want: "did you mean http://127.0.0.1:8080/?"},
+		"no scheme, host":   {args: []string{"load", "-n", "1", "localhost:8080/"}, want: "did you mean http://localhost:8080/?"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			var stderr bytes.Buffer
-			err := run(context.Background(), tc.args, io.Discard, io.Discard)
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), tc.args, &stdout, io.Discard)
 			if code := exitCode(err, &stderr); code != 2 {
 				t.Fatalf("exit code %d (err %v), want 2", code, err)
 			}
 			if !strings.Contains(stderr.String(), tc.want) {
 				t.Fatalf("stderr %q lacks %q", stderr.String(), tc.want)
 			}
-			if lines := strings.Count(strings.TrimSpace(stderr.String()), "\n"); lines > 1 {
-				t.Fatalf("error is %d lines, want a message and a usage line:\n%s", lines+1, stderr.String())
+			if lines := strings.Count(strings.TrimSpace(stderr.String()), "\n"); lines > 0 {
+				t.Fatalf("error is %d lines, want one:\n%s", lines+1, stderr.String())
+			}
+			if !strings.HasSuffix(strings.TrimSpace(stderr.String()), " --help`)") {
+				t.Fatalf("error %q does not point to --help", stderr.String())
+			}
+			if stdout.Len() != 0 {
+				t.Fatalf("a usage error wrote to stdout:\n%s", stdout.String())
 			}
 		})
 	}
@@ -231,6 +244,44 @@ func TestUsageErrors(t *testing.T) {
 		}
 		if b, _ := os.ReadFile(bad); !bytes.HasPrefix(b, []byte("this is not a database")) {
 			t.Fatal("startup changed the corrupt file")
+		}
+	})
+	t.Run("VersionFlag", func(t *testing.T) {
+		for _, args := range [][]string{{"version"}, {"--version"}} {
+			var out bytes.Buffer
+			if err := run(context.Background(), args, &out, io.Discard); err != nil || !strings.Contains(out.String(), "sqlite ") {
+				t.Errorf("%v: err %v, output %q", args, err, out.String())
+			}
+		}
+	})
+	t.Run("HelpFormat", func(t *testing.T) {
+		help := func(cmd string) string {
+			var out bytes.Buffer
+			if err := run(context.Background(), []string{cmd, "--help"}, &out, io.Discard); !errors.Is(err, flag.ErrHelp) {
+				t.Fatalf("%s --help: %v", cmd, err)
+			}
+			return out.String()
+		}
+		load, serve := help("load"), help("serve")
+		for _, want := range []string{"\n  -c N [$LOREM_LOAD_CONCURRENCY]\n", "\n  -z DURATION [$LOREM_LOAD_DURATION]\n", "\n  --json\n", "(default 50)"} {
+			if !strings.Contains(load, want) {
+				t.Errorf("load --help lacks %q:\n%s", want, load)
+			}
+		}
+		for _, want := range []string{"\n  --db PATH [$LOREM_DB]\n", "\n  --addr HOST:PORT [$LOREM_ADDR]\n"} {
+			if !strings.Contains(serve, want) {
+				t.Errorf("serve --help lacks %q:\n%s", want, serve)
+			}
+		}
+		for _, cmd := range []string{"migrate", "backup"} {
+			if h := help(cmd); !strings.Contains(h, "--db PATH") || strings.Contains(h, "--read-conns") || strings.Contains(h, "--profile") {
+				t.Errorf("%s --help should show --db and no pool tuning:\n%s", cmd, h)
+			}
+		}
+		for _, noise := range []string{"(default 0s)", "(default 0)", "(default false)", "\n  --c ", "\n  -db "} {
+			if strings.Contains(load+serve, noise) {
+				t.Errorf("--help shows %q", noise)
+			}
 		}
 	})
 	t.Run("HelpExitsZero", func(t *testing.T) {

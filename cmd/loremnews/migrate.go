@@ -13,7 +13,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			"Create the database if needed and apply the schema migrations embedded in this binary.\n"+
 				"(serve and seed do this too, on every start.)", stdout)
 	)
-	d.register(fs)
+	d.registerDB(fs)
 	if err := fs.parse(args); err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	)
 	d.register(fs)
 	s.register(fs)
-	fs.StringVar(&addr, "addr", "127.0.0.1:3000", "address to listen on (port 0 picks a free port)")
+	fs.StringVar(&addr, "addr", "127.0.0.1:3000", "`HOST:PORT` address to listen on (port 0 picks a free port)")
 	fs.twin("addr", "LOREM_ADDR")
 	fs.BoolVar(&benchmarking, "benchmarking", false, "enable POST /benchmarking/{action} (creates and deletes data at random: never on a real site)")
 	fs.twin("benchmarking", "LOREM_BENCHMARKING")
@@ -90,41 +90,41 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		return &usageError{msg: fmt.Sprintf("invalid --log-level %q (want debug, info, warn or error)", logLevel), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("invalid --log-level %q (want debug, info, warn or error)", logLevel), cmd: fs.Name()}
 	}
 	if bcryptCost < bcrypt.MinCost || bcryptCost > bcrypt.MaxCost {
-		return &usageError{msg: fmt.Sprintf("--bcrypt-cost must be between %d and %d", bcrypt.MinCost, bcrypt.MaxCost), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("--bcrypt-cost must be between %d and %d", bcrypt.MinCost, bcrypt.MaxCost), cmd: fs.Name()}
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return &usageError{msg: fmt.Sprintf("invalid --addr %q: %v", addr, err), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("invalid --addr %q: %v", addr, err), cmd: fs.Name()}
 	}
 	if benchmarking && !allowRemoteBench && !isLoopback(host) {
-		return &usageError{msg: fmt.Sprintf("--benchmarking on %s would let anyone who can reach it delete data; bind to 127.0.0.1 or add --allow-remote-benchmarking", addr), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("--benchmarking on %s would let anyone who can reach it delete data; bind to 127.0.0.1 or add --allow-remote-benchmarking", addr), cmd: fs.Name()}
 	}
 	if withPprof && !isLoopback(host) {
-		return &usageError{msg: "--pprof is only allowed on a loopback --addr", usage: fs.usage}
+		return &usageError{msg: "--pprof is only allowed on a loopback --addr", cmd: fs.Name()}
 	}
 	proxies, err := lnhttp.ParseTrustedProxies(trustedProxies)
 	if err != nil {
-		return &usageError{msg: fmt.Sprintf("invalid --trusted-proxies: %v", err), usage: fs.usage}
+		return &usageError{msg: fmt.Sprintf("invalid --trusted-proxies: %v", err), cmd: fs.Name()}
 	}
 	if sessionIdle <= 0 || sessionLifetime <= 0 {
-		return &usageError{msg: "--session-idle and --session-lifetime must be positive", usage: fs.usage}
+		return &usageError{msg: "--session-idle and --session-lifetime must be positive", cmd: fs.Name()}
 	}
 	if secretKey != "" && len(secretKey) < 32 {
-		return &usageError{msg: "--secret-key must be at least 32 characters (e.g. openssl rand -hex 32)", usage: fs.usage}
+		return &usageError{msg: "--secret-key must be at least 32 characters (e.g. openssl rand -hex 32)", cmd: fs.Name()}
 	}
 	if metricsAddr != "" {
 		if !withMetrics {
-			return &usageError{msg: "--metrics-addr needs --metrics", usage: fs.usage}
+			return &usageError{msg: "--metrics-addr needs --metrics", cmd: fs.Name()}
 		}
 		if _, _, err := net.SplitHostPort(metricsAddr); err != nil {
-			return &usageError{msg: fmt.Sprintf("invalid --metrics-addr %q: %v", metricsAddr, err), usage: fs.usage}
+			return &usageError{msg: fmt.Sprintf("invalid --metrics-addr %q: %v", metricsAddr, err), cmd: fs.Name()}
 		}
 	}
 	if gcPercent < -1 || gcPercent == 0 {
-		return &usageError{msg: "--gc-percent must be positive (or -1 to turn the collector off)", usage: fs.usage}
+		return &usageError{msg: "--gc-percent must be positive (or -1 to turn the collector off)", cmd: fs.Name()}
 	}
 	debug.SetGCPercent(gcPercent)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
