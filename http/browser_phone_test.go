@@ -37,31 +37,10 @@ func testBrowserPhone(t *testing.T, be backend) {
 		}
 	}
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromium),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-	)
-	defer cancelAlloc()
-	bctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	// The first action starts the browser; its context must not time out
-	// (that would stop the browser), so each step gets its own deadline.
+	b := startBrowser(t, chromium)
+	bctx, step := b.ctx, b.step
 	if err := chromedp.Do(bctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
 		t.Fatalf("start chromium: %v", err)
-	}
-	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, scancel := context.WithTimeout(bctx, 30*time.Second)
-		defer scancel()
-		if err := chromedp.Do(sctx, actions...); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
 	}
 	eval := func(expr string) string {
 		t.Helper()

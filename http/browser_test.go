@@ -31,6 +31,44 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+// headless is one test's Chromium, without a window, closed when the test ends.
+type headless struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+// startBrowser prepares Chromium at path with the options every browser
+// test shares, plus extra. The browser itself starts with the first action
+// on b.ctx, whose context must not time out (that would stop the browser);
+// step bounds each later action instead.
+func startBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption) *headless {
+	opts := append([]chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		// The machine has no internet: keep Chromium from trying.
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+	}, extra...)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	return &headless{t: t, ctx: ctx}
+}
+
+// step runs actions within 30 seconds, failing the test with name.
+func (b *headless) step(name string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.t.Fatalf("%s: %v", name, err)
+	}
+}
+
 // TestBrowserJourney drives a real headless Chromium through the site with
 // no JavaScript of ours: sign in as a seeded user, write a post, comment on
 // it, delete the comment, sign out. It saves a screenshot of the post page.
@@ -41,31 +79,8 @@ func testBrowserJourney(t *testing.T, be backend) {
 	site := newTestSite(t, be, siteOptions{})
 	user := site.ds.Users[0]
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromium),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1100, 1400),
-		// The machine has no internet: keep Chromium from trying.
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-	)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	// The first action starts the browser; its context must not time out
-	// (that would stop the browser), so bound each step instead.
-	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
-		defer scancel()
-		if err := chromedp.Do(sctx, actions...); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
+	b := startBrowser(t, chromium, chromedp.WindowSize(1100, 1400))
+	ctx, step := b.ctx, b.step
 	text := func(sel string) string {
 		t.Helper()
 		sctx, scancel := context.WithTimeout(ctx, 30*time.Second)

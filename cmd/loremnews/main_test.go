@@ -59,22 +59,7 @@ func testServeEndToEnd(t *testing.T, dbPath string) {
 		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", dbPath, "--seed-if-empty", "--posts", "50", "--benchmarking"}, &stdout, &stderr)
 	}()
 
-	var base string
-	deadline := time.Now().Add(30 * time.Second)
-	for base == "" {
-		if m := listenRe.FindStringSubmatch(stdout.String()); m != nil {
-			base = m[1]
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve exited early: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not start\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	base := waitListening(t, &stdout, &stderr, done)
 	if !strings.Contains(stdout.String(), "seeded") || !strings.Contains(stdout.String(), "50 posts") {
 		t.Errorf("no seeding reported: %s", stdout.String())
 	}

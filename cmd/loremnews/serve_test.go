@@ -31,10 +31,17 @@ func startServe(t *testing.T, args ...string) (base string, stdout *syncBuffer) 
 			t.Error("serve did not shut down")
 		}
 	})
+	return waitListening(t, stdout, &stderr, done), stdout
+}
+
+// waitListening waits up to 30 s for serve to print its address, failing
+// the test if serve exits first.
+func waitListening(t *testing.T, stdout, stderr *syncBuffer, done <-chan error) string {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if m := listenRe.FindStringSubmatch(stdout.String()); m != nil {
-			return m[1], stdout
+			return m[1]
 		}
 		select {
 		case err := <-done:
