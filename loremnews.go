@@ -248,7 +248,6 @@ type Store interface {
 	PostStore
 	CommentStore
 	SessionStore
-	BenchmarkStore
 
 	// Ping reports whether the database answers (used by /up).
 	Ping(ctx context.Context) error
@@ -294,8 +293,6 @@ type PostStore interface {
 	// PostsBefore lists the newest posts with id < beforeID, with their
 	// authors: the front page's next page, keyset-paged like UserPosts.
 	PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*Post, error)
-	// PostsFrom lists posts with id ≥ fromID in id order, with their authors.
-	PostsFrom(ctx context.Context, fromID int64, limit int) ([]*Post, error)
 	// PostPage loads a post with its author and its comments (newest first)
 	// with their authors. A post that existed but was deleted is EGONE; an
 	// id never used is ENOTFOUND.
@@ -334,30 +331,34 @@ type SessionStore interface {
 	DeleteExpiredSessions(ctx context.Context, limits SessionLimits) (int64, error)
 }
 
-// BenchmarkStore holds the operations of the load-test endpoints. Each one
-// picks its random rows and writes inside one transaction, as ordinary
-// "find, then create/delete" application code does, and each first updates
-// a random user's last_seen_at so that every benchmarking request writes.
+// BenchmarkStore runs the actions of the load-test endpoints
+// (POST /benchmarking/{action}), one call each. It is not part of Store: the
+// web layer gets one only when benchmarking is switched on.
+//
+// Every action but PointRead first updates a random user's last_seen_at and
+// waits for that write to commit, so that every benchmarking request
+// writes. The write actions pick their random rows and write inside one
+// transaction, as ordinary "find, then create/delete" application code does.
 //
 // "Random row" means: a random id between the smallest and largest id, then
 // the first row at or after it, wrapping around to the first row; so a gap
 // left by a deleted row never turns into a not-found error.
 type BenchmarkStore interface {
-	// TouchRandomUser updates a random user's last_seen_at and returns its id.
-	TouchRandomUser(ctx context.Context) (userID int64, err error)
-	// CreatePostByRandomUser touches a random user and creates a post by them.
-	CreatePostByRandomUser(ctx context.Context, in PostInput) (*Post, error)
-	// CreateCommentOnRandomPost touches a random user and comments on a random post.
-	CreateCommentOnRandomPost(ctx context.Context, in CommentInput) (*Comment, error)
-	// DeleteRandomPost touches a random user and deletes a random post (and its comments).
-	DeleteRandomPost(ctx context.Context) error
-	// DeleteRandomComment touches a random user and deletes a random comment,
-	// returning the post it was on.
-	DeleteRandomComment(ctx context.Context) (postID int64, err error)
-	// RandomPostID picks a random post, for the read-only actions.
-	RandomPostID(ctx context.Context) (int64, error)
-	// PostIDRange returns the smallest and largest post ids.
-	PostIDRange(ctx context.Context) (minID, maxID int64, err error)
+	// CreatePost creates a post by the touched user.
+	CreatePost(ctx context.Context, in PostInput) (*Post, error)
+	// CreateComment has the touched user comment on a random post.
+	CreateComment(ctx context.Context, in CommentInput) (*Comment, error)
+	// DeletePost deletes a random post and its comments.
+	DeletePost(ctx context.Context) error
+	// DeleteComment deletes a random comment and returns the post it was on.
+	DeleteComment(ctx context.Context) (postID int64, err error)
+	// ShowPost reads a random post's page (as Store.PostPage).
+	ShowPost(ctx context.Context) (*Post, []*Comment, error)
+	// ListPosts reads up to limit posts in id order from a random id on,
+	// and returns that id.
+	ListPosts(ctx context.Context, limit int) (fromID int64, posts []*Post, err error)
+	// ShowUser reads the touched user's page (as Store.UserPage).
+	ShowUser(ctx context.Context, limit int) (*User, []*Post, []*Comment, error)
 	// PointRead reads one random user's screen name by id: one indexed
 	// read, no write and no touch, to show what the database costs when
 	// nothing writes.
@@ -444,6 +445,9 @@ type Database interface {
 	// Name says which database this is, for messages: a file path, or a
 	// URL without its password.
 	Name() string
+	// Benchmark returns the actions of the load-test endpoints on this
+	// database.
+	Benchmark() BenchmarkStore
 	// Describe says which engine and setup serve the site, for the
 	// start-up line and logs: "profile enhanced" (SQLite), "PostgreSQL".
 	Describe() string

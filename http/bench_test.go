@@ -64,7 +64,7 @@ func BenchmarkRender(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	indexPosts, err := db.PostsFrom(ctx, 400, 100)
+	indexPosts, err := db.PostsBefore(ctx, 501, 100)
 	if err != nil {
 		b.Fatal(err)
 	}

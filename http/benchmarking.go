@@ -15,7 +15,8 @@ import (
 // wrocloverb-2024's BenchmarkingController): POST /benchmarking/{action}, no
 // session, no CSRF token, each request first touching a random user's
 // last_seen_at (inside the store call) so that every request writes; all
-// but point_read, the read alone.
+// but point_read, the read alone. Each action is one call of the
+// loremnews.BenchmarkStore the handler was given, then a response.
 
 // benchActions are the seven single actions.
 var benchActions = map[string]func(h *Handler, w http.ResponseWriter, r *http.Request) error{
@@ -118,7 +119,7 @@ func privateHeader(name string) bool {
 }
 
 func (h *Handler) benchPostCreate(w http.ResponseWriter, r *http.Request) error {
-	p, err := h.store.CreatePostByRandomUser(r.Context(), loremnews.PostInput{
+	p, err := h.cfg.Benchmark.CreatePost(r.Context(), loremnews.PostInput{
 		Title:       "Post " + uuid.NewString(),
 		Description: truncate(headerLines(r), loremnews.MaxDescriptionLen),
 	})
@@ -130,7 +131,7 @@ func (h *Handler) benchPostCreate(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (h *Handler) benchCommentCreate(w http.ResponseWriter, r *http.Request) error {
-	c, err := h.store.CreateCommentOnRandomPost(r.Context(), loremnews.CommentInput{Body: "Comment " + uuid.NewString()})
+	c, err := h.cfg.Benchmark.CreateComment(r.Context(), loremnews.CommentInput{Body: "Comment " + uuid.NewString()})
 	if err != nil {
 		return err
 	}
@@ -139,7 +140,7 @@ func (h *Handler) benchCommentCreate(w http.ResponseWriter, r *http.Request) err
 }
 
 func (h *Handler) benchPostDestroy(w http.ResponseWriter, r *http.Request) error {
-	if err := h.store.DeleteRandomPost(r.Context()); err != nil {
+	if err := h.cfg.Benchmark.DeletePost(r.Context()); err != nil {
 		return err
 	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -147,7 +148,7 @@ func (h *Handler) benchPostDestroy(w http.ResponseWriter, r *http.Request) error
 }
 
 func (h *Handler) benchCommentDestroy(w http.ResponseWriter, r *http.Request) error {
-	postID, err := h.store.DeleteRandomComment(r.Context())
+	postID, err := h.cfg.Benchmark.DeleteComment(r.Context())
 	if err != nil {
 		return err
 	}
@@ -156,31 +157,17 @@ func (h *Handler) benchCommentDestroy(w http.ResponseWriter, r *http.Request) er
 }
 
 func (h *Handler) benchPostShow(w http.ResponseWriter, r *http.Request) error {
-	if _, err := h.store.TouchRandomUser(r.Context()); err != nil {
-		return err
-	}
-	id, err := h.store.RandomPostID(r.Context())
+	post, comments, err := h.cfg.Benchmark.ShowPost(r.Context())
 	if err != nil {
 		return err
 	}
-	h.renderPost(w, r, http.StatusOK, id, loremnews.CommentInput{}, "")
+	h.renderPostPage(w, r, http.StatusOK, post, comments, loremnews.CommentInput{}, "")
 	return nil
 }
 
 // benchPostsIndex renders the index with 100 posts from a random id on.
 func (h *Handler) benchPostsIndex(w http.ResponseWriter, r *http.Request) error {
-	if _, err := h.store.TouchRandomUser(r.Context()); err != nil {
-		return err
-	}
-	lo, hi, err := h.store.PostIDRange(r.Context())
-	if err != nil {
-		return err
-	}
-	from := lo
-	if hi > lo {
-		from += rand.Int64N(hi - lo + 1)
-	}
-	posts, err := h.store.PostsFrom(r.Context(), from, 100)
+	from, posts, err := h.cfg.Benchmark.ListPosts(r.Context(), 100)
 	if err != nil {
 		return err
 	}
@@ -189,11 +176,11 @@ func (h *Handler) benchPostsIndex(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (h *Handler) benchUserShow(w http.ResponseWriter, r *http.Request) error {
-	id, err := h.store.TouchRandomUser(r.Context())
+	u, posts, comments, err := h.cfg.Benchmark.ShowUser(r.Context(), userPageLimit)
 	if err != nil {
 		return err
 	}
-	h.renderUser(w, r, id)
+	h.renderUserPage(w, r, u, posts, comments)
 	return nil
 }
 
@@ -201,7 +188,7 @@ func (h *Handler) benchUserShow(w http.ResponseWriter, r *http.Request) error {
 // id, as plain text, with no write (not even the touch every other action
 // makes), so a report shows what a read alone costs next to the ceiling.
 func (h *Handler) benchPointRead(w http.ResponseWriter, r *http.Request) error {
-	name, err := h.store.PointRead(r.Context())
+	name, err := h.cfg.Benchmark.PointRead(r.Context())
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func newFuzzSite(t testing.TB) *fuzzSite {
 	if err := site.db.CreateSession(context.Background(), &loremnews.Session{UserID: site.ds.Users[0].ID, TokenDigest: digest[:]}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := lnhttp.NewHandler(site.db, lnhttp.Config{Benchmarking: true, BcryptCost: 4, MaxBodyBytes: 64 << 10})
+	h, err := lnhttp.NewHandler(site.db, lnhttp.Config{Benchmark: site.db.Benchmark(), BcryptCost: 4, MaxBodyBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

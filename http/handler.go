@@ -21,9 +21,10 @@ import (
 
 // Config holds the web layer's settings.
 type Config struct {
-	// Benchmarking turns on POST /benchmarking/{action}. They create and
-	// delete data at random, so they are off (404) unless asked for.
-	Benchmarking bool
+	// Benchmark, if set, turns on POST /benchmarking/{action}, run by it.
+	// The actions create and delete data at random, so they are off (404)
+	// unless asked for.
+	Benchmark loremnews.BenchmarkStore
 	// SecureCookies marks cookies Secure; set it when served over HTTPS.
 	SecureCookies bool
 	// BcryptCost for new passwords; 0 means bcrypt.DefaultCost.

@@ -127,6 +127,11 @@ func (h *Handler) renderPost(w http.ResponseWriter, r *http.Request, status int,
 		h.renderError(w, r, err)
 		return
 	}
+	h.renderPostPage(w, r, status, post, comments, form, formErr)
+}
+
+// renderPostPage renders a loaded post page.
+func (h *Handler) renderPostPage(w http.ResponseWriter, r *http.Request, status int, post *loremnews.Post, comments []*loremnews.Comment, form loremnews.CommentInput, formErr string) {
 	me := state(r).user
 	h.render(w, r, status, &postPage{
 		basePage:     basePage{Title: post.Title, Description: excerpt(post.Description, 155)},

@@ -81,7 +81,7 @@ func (h *Handler) routes() {
 
 	// No session, no CSRF token: these are for load generators. When
 	// benchmarking is off the route does not exist (404).
-	if h.cfg.Benchmarking {
+	if h.cfg.Benchmark != nil {
 		// A browser's request from another site's page is refused
 		// (Sec-Fetch-Site/Origin), so a page cannot make its visitors'
 		// browsers write here; load generators send neither header.

@@ -108,7 +108,10 @@ func newTestSite(t testing.TB, be backend, opt siteOptions) *testSite {
 		t.Fatal(err)
 	}
 	cfg := opt.handler
-	cfg.Benchmarking, cfg.BcryptCost = opt.benchmarking, 4
+	cfg.BcryptCost = 4
+	if opt.benchmarking {
+		cfg.Benchmark = db.Benchmark()
+	}
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 64 << 10
 	}

@@ -67,6 +67,12 @@ func (h *Handler) renderUser(w http.ResponseWriter, r *http.Request, id int64) {
 		h.renderError(w, r, err)
 		return
 	}
+	h.renderUserPage(w, r, u, posts, comments)
+}
+
+// renderUserPage renders a loaded user page, with the sessions list when
+// the reader is that user.
+func (h *Handler) renderUserPage(w http.ResponseWriter, r *http.Request, u *loremnews.User, posts []*loremnews.Post, comments []*loremnews.Comment) {
 	page := &userPage{basePage: basePage{Title: u.ScreenName, Description: u.ScreenName + "'s posts and comments on Lorem News."},
 		User: u, Posts: posts, Comments: comments}
 	if n := len(posts); n > 0 && u.PostsCount > n {
@@ -77,6 +83,7 @@ func (h *Handler) renderUser(w http.ResponseWriter, r *http.Request, id int64) {
 	}
 	if st := state(r); st.user != nil && st.user.ID == u.ID {
 		page.IsSelf, page.CurrentSessionID = true, st.session.ID
+		var err error
 		if page.Sessions, err = h.store.UserSessions(r.Context(), u.ID, h.sessionLimits); err != nil {
 			h.renderError(w, r, err)
 			return

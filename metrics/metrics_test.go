@@ -86,7 +86,7 @@ func scrapeAfterCreates(t *testing.T, m *metrics.Metrics, db loremnews.Database)
 		t.Fatal(err)
 	}
 	m.Watch(db)
-	h, err := lnhttp.NewHandler(db, lnhttp.Config{Benchmarking: true, Observer: m, Metrics: m.Handler()})
+	h, err := lnhttp.NewHandler(db, lnhttp.Config{Benchmark: db.Benchmark(), Observer: m, Metrics: m.Handler()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,18 @@ import (
 	"github.com/loremnews/loremnews"
 )
 
-// The operations of the benchmarking endpoints (see loremnews.BenchmarkStore),
-// each one transaction that picks its random rows and then writes. The
+// Benchmark runs the actions of the benchmarking endpoints on a database
+// (loremnews.BenchmarkStore): each write action one transaction that picks
+// its random rows and then writes; each read action a touch of a random
+// user, committed, then its page from one snapshot. The
 // random user's last_seen_at is written last, with any other user row the
 // action changes, in id order: users are the rows most transactions share,
 // and taking them last and in order is what keeps concurrent actions from
 // deadlocking (see the package comment).
+type Benchmark struct{ db *DB }
+
+// Benchmark returns the benchmarking actions on db.
+func (db *DB) Benchmark() loremnews.BenchmarkStore { return &Benchmark{db: db} }
 
 // pickRandomID picks a random row of table as the SQLite store does: a
 // random id between the smallest and largest, then the first row at or
@@ -68,8 +74,10 @@ func (db *DB) touchUsers(ctx context.Context, tx pgx.Tx, touched, uncount int64)
 	return nil
 }
 
-// TouchRandomUser updates a random user's last_seen_at and returns its id.
-func (db *DB) TouchRandomUser(ctx context.Context) (int64, error) {
+// touch updates a random user's last_seen_at in a transaction of its own
+// and returns the user's id once it has committed.
+func (b *Benchmark) touch(ctx context.Context) (int64, error) {
+	db := b.db
 	var id int64
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
 		if id, err = pickRandomID(ctx, tx, "users"); err != nil {
@@ -83,8 +91,9 @@ func (db *DB) TouchRandomUser(ctx context.Context) (int64, error) {
 	return id, nil
 }
 
-// CreatePostByRandomUser creates a post by a random user, touching them.
-func (db *DB) CreatePostByRandomUser(ctx context.Context, in loremnews.PostInput) (*loremnews.Post, error) {
+// CreatePost creates a post by a random user, touching them.
+func (b *Benchmark) CreatePost(ctx context.Context, in loremnews.PostInput) (*loremnews.Post, error) {
+	db := b.db
 	var p *loremnews.Post
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		userID, err := pickRandomID(ctx, tx, "users")
@@ -103,8 +112,9 @@ func (db *DB) CreatePostByRandomUser(ctx context.Context, in loremnews.PostInput
 	return p, nil
 }
 
-// CreateCommentOnRandomPost has a random user comment on a random post.
-func (db *DB) CreateCommentOnRandomPost(ctx context.Context, in loremnews.CommentInput) (*loremnews.Comment, error) {
+// CreateComment has a random user comment on a random post.
+func (b *Benchmark) CreateComment(ctx context.Context, in loremnews.CommentInput) (*loremnews.Comment, error) {
+	db := b.db
 	var c *loremnews.Comment
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		userID, err := pickRandomID(ctx, tx, "users")
@@ -129,8 +139,9 @@ func (db *DB) CreateCommentOnRandomPost(ctx context.Context, in loremnews.Commen
 	return c, nil
 }
 
-// DeleteRandomPost deletes a random post, touching a random user.
-func (db *DB) DeleteRandomPost(ctx context.Context) error {
+// DeletePost deletes a random post, touching a random user.
+func (b *Benchmark) DeletePost(ctx context.Context) error {
+	db := b.db
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		userID, err := pickRandomID(ctx, tx, "users")
 		if err != nil {
@@ -154,8 +165,9 @@ func (db *DB) DeleteRandomPost(ctx context.Context) error {
 	return nil
 }
 
-// DeleteRandomComment deletes a random comment, touching a random user.
-func (db *DB) DeleteRandomComment(ctx context.Context) (int64, error) {
+// DeleteComment deletes a random comment, touching a random user.
+func (b *Benchmark) DeleteComment(ctx context.Context) (int64, error) {
+	db := b.db
 	var postID int64
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		userID, err := pickRandomID(ctx, tx, "users")
@@ -180,37 +192,72 @@ func (db *DB) DeleteRandomComment(ctx context.Context) (int64, error) {
 	return postID, nil
 }
 
-// RandomPostID picks a random post for the read-only actions.
-func (db *DB) RandomPostID(ctx context.Context) (int64, error) {
-	var id int64
-	err := db.read(ctx, func(q querier) (err error) {
-		id, err = pickRandomID(ctx, q, "posts")
+// ShowPost touches a random user, then reads a random post's page.
+func (b *Benchmark) ShowPost(ctx context.Context) (*loremnews.Post, []*loremnews.Comment, error) {
+	if _, err := b.touch(ctx); err != nil {
+		return nil, nil, err
+	}
+	var (
+		p        *loremnews.Post
+		comments []*loremnews.Comment
+	)
+	err := b.db.readSnapshot(ctx, func(q querier) error {
+		id, err := pickRandomID(ctx, q, "posts")
+		if err != nil {
+			return err
+		}
+		p, comments, err = postPage(ctx, q, id)
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("random post: %w", err)
+		return nil, nil, fmt.Errorf("show random post: %w", err)
 	}
-	return id, nil
+	return p, comments, nil
 }
 
-// PostIDRange returns the smallest and largest post ids (0, 0 when there are none).
-func (db *DB) PostIDRange(ctx context.Context) (minID, maxID int64, err error) {
-	err = db.read(ctx, func(q querier) error {
+// ListPosts touches a random user, then reads up to limit posts from a
+// random id between the smallest and largest post id on.
+func (b *Benchmark) ListPosts(ctx context.Context, limit int) (int64, []*loremnews.Post, error) {
+	if _, err := b.touch(ctx); err != nil {
+		return 0, nil, err
+	}
+	var (
+		from  int64
+		posts []*loremnews.Post
+	)
+	err := b.db.readSnapshot(ctx, func(q querier) error {
 		var lo, hi pgtype.Int8
-		err := q.QueryRow(ctx, `SELECT (SELECT min(id) FROM posts), (SELECT max(id) FROM posts)`).Scan(&lo, &hi)
-		minID, maxID = lo.Int64, hi.Int64
+		if err := q.QueryRow(ctx, `SELECT (SELECT min(id) FROM posts), (SELECT max(id) FROM posts)`).Scan(&lo, &hi); err != nil {
+			return err
+		}
+		from = lo.Int64
+		if hi.Int64 > lo.Int64 {
+			from += rand.Int64N(hi.Int64 - lo.Int64 + 1)
+		}
+		var err error
+		posts, err = queryPosts(ctx, q, `WHERE p.id >= $1 ORDER BY p.id LIMIT $2`, from, limit)
 		return err
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("post id range: %w", err)
+		return 0, nil, fmt.Errorf("list posts from a random id: %w", err)
 	}
-	return minID, maxID, nil
+	return from, posts, nil
+}
+
+// ShowUser touches a random user, then reads that user's page.
+func (b *Benchmark) ShowUser(ctx context.Context, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
+	id, err := b.touch(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return b.db.UserPage(ctx, id, limit)
 }
 
 // PointRead reads a random user's screen name in one statement: the id
 // range from the primary key's two edges, then one seek at a random id in
 // it (wrapping to the first user past a gap at the end).
-func (db *DB) PointRead(ctx context.Context) (string, error) {
+func (b *Benchmark) PointRead(ctx context.Context) (string, error) {
+	db := b.db
 	var name pgtype.Text
 	err := db.read(ctx, func(q querier) error {
 		return q.QueryRow(ctx, `SELECT coalesce(

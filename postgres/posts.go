@@ -178,19 +178,6 @@ func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*lo
 	return posts, nil
 }
 
-// PostsFrom lists posts with id ≥ fromID, oldest first.
-func (db *DB) PostsFrom(ctx context.Context, fromID int64, limit int) ([]*loremnews.Post, error) {
-	var posts []*loremnews.Post
-	err := db.read(ctx, func(q querier) (err error) {
-		posts, err = queryPosts(ctx, q, `WHERE p.id >= $1 ORDER BY p.id LIMIT $2`, fromID, limit)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("posts from %d: %w", fromID, err)
-	}
-	return posts, nil
-}
-
 // PostPage loads a post, its author, and its comments newest first.
 func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
 	var (
@@ -198,30 +185,36 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 		comments []*loremnews.Comment
 	)
 	err := db.readSnapshot(ctx, func(q querier) (err error) {
-		p, err = findPost(ctx, q, id)
-		if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
-			return wasDeleted(ctx, q, "posts", id, err)
-		} else if err != nil {
-			return err
-		}
-		rows, err := q.Query(ctx, `SELECT c.id, c.user_id, c.body, c.created_at, u.screen_name
-			FROM comments c JOIN users u ON u.id = c.user_id
-			WHERE c.post_id = $1 ORDER BY c.id DESC`, p.ID)
-		if err != nil {
-			return err
-		}
-		comments, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Comment, error) {
-			c := &loremnews.Comment{PostID: p.ID, Post: p, Author: &loremnews.User{}}
-			err := r.Scan(&c.ID, &c.UserID, &c.Body, &c.CreatedAt, &c.Author.ScreenName)
-			c.Author.ID = c.UserID
-			return c, err
-		})
+		p, comments, err = postPage(ctx, q, id)
 		return err
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("post page %d: %w", id, err)
 	}
 	return p, comments, nil
+}
+
+// postPage reads a post with its author and comments; see PostPage.
+func postPage(ctx context.Context, q querier, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
+	p, err := findPost(ctx, q, id)
+	if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
+		return nil, nil, wasDeleted(ctx, q, "posts", id, err)
+	} else if err != nil {
+		return nil, nil, err
+	}
+	rows, err := q.Query(ctx, `SELECT c.id, c.user_id, c.body, c.created_at, u.screen_name
+		FROM comments c JOIN users u ON u.id = c.user_id
+		WHERE c.post_id = $1 ORDER BY c.id DESC`, p.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	comments, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Comment, error) {
+		c := &loremnews.Comment{PostID: p.ID, Post: p, Author: &loremnews.User{}}
+		err := r.Scan(&c.ID, &c.UserID, &c.Body, &c.CreatedAt, &c.Author.ScreenName)
+		c.Author.ID = c.UserID
+		return c, err
+	})
+	return p, comments, err
 }
 
 // wasDeleted tells a deleted row from one that never existed: an absent id

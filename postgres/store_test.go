@@ -56,13 +56,13 @@ func TestNoDeadlocks(t *testing.T) {
 				// tables never run out over the test's 2,560 writes.
 				switch (w + i) % 8 {
 				case 0, 4:
-					_, err = db.CreatePostByRandomUser(ctx, loremnews.PostInput{Title: fmt.Sprintf("Deadlock probe %d-%d", w, i)})
+					_, err = db.Benchmark().CreatePost(ctx, loremnews.PostInput{Title: fmt.Sprintf("Deadlock probe %d-%d", w, i)})
 				case 1, 5, 6:
-					_, err = db.CreateCommentOnRandomPost(ctx, loremnews.CommentInput{Body: "Probing for deadlocks"})
+					_, err = db.Benchmark().CreateComment(ctx, loremnews.CommentInput{Body: "Probing for deadlocks"})
 				case 2:
-					err = db.DeleteRandomPost(ctx)
+					err = db.Benchmark().DeletePost(ctx)
 				case 3, 7:
-					_, err = db.DeleteRandomComment(ctx)
+					_, err = db.Benchmark().DeleteComment(ctx)
 				}
 				if err != nil {
 					errs <- err
@@ -170,7 +170,7 @@ func TestServerGoneIsUnavailable(t *testing.T) {
 	}
 	_, err = db.FindPostByID(ctx, 1)
 	storetest.WantCode(t, err, loremnews.EUNAVAILABLE)
-	_, err = db.CreatePostByRandomUser(ctx, loremnews.PostInput{Title: "Into the void"})
+	_, err = db.Benchmark().CreatePost(ctx, loremnews.PostInput{Title: "Into the void"})
 	storetest.WantCode(t, err, loremnews.EUNAVAILABLE)
 	storetest.WantCode(t, db.Ping(ctx), loremnews.EUNAVAILABLE)
 }

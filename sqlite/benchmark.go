@@ -10,9 +10,16 @@ import (
 	"github.com/loremnews/loremnews"
 )
 
-// The operations of the benchmarking endpoints (see loremnews.BenchmarkStore).
-// Each write action is one transaction that starts with its random picks, so
-// the transaction reads and then writes, like ordinary application code.
+// Benchmark runs the actions of the benchmarking endpoints on a database
+// (loremnews.BenchmarkStore). Each write action is one transaction that
+// starts with its random picks, so the transaction reads and then writes,
+// like ordinary application code; each read action touches a random user
+// (a write transaction of its own, committed before the read) and then
+// reads its page from one snapshot.
+type Benchmark struct{ db *DB }
+
+// Benchmark returns the benchmarking actions on db.
+func (db *DB) Benchmark() loremnews.BenchmarkStore { return &Benchmark{db: db} }
 
 // pickRandomID picks a random row of table: a random id between the smallest
 // and largest, then the first row at or after it, wrapping around to the
@@ -50,12 +57,12 @@ func (db *DB) touchRandomUser(ctx context.Context, tx *sql.Tx) (int64, error) {
 	return id, err
 }
 
-// TouchRandomUser updates a random user's last_seen_at and returns its id
-// (only the id: the write's critical section does no more than it must).
-func (db *DB) TouchRandomUser(ctx context.Context) (int64, error) {
+// touch updates a random user's last_seen_at in a write transaction of its
+// own and returns the user's id once it has committed.
+func (b *Benchmark) touch(ctx context.Context) (int64, error) {
 	var id int64
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
-		id, err = db.touchRandomUser(ctx, tx)
+	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		id, err = b.db.touchRandomUser(ctx, tx)
 		return err
 	})
 	if err != nil {
@@ -64,15 +71,15 @@ func (db *DB) TouchRandomUser(ctx context.Context) (int64, error) {
 	return id, nil
 }
 
-// CreatePostByRandomUser touches a random user and creates a post by them.
-func (db *DB) CreatePostByRandomUser(ctx context.Context, in loremnews.PostInput) (*loremnews.Post, error) {
+// CreatePost touches a random user and creates a post by them.
+func (b *Benchmark) CreatePost(ctx context.Context, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		userID, err := db.touchRandomUser(ctx, tx)
+	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		userID, err := b.db.touchRandomUser(ctx, tx)
 		if err != nil {
 			return err
 		}
-		p, err = db.insertPost(ctx, tx, userID, in)
+		p, err = b.db.insertPost(ctx, tx, userID, in)
 		return err
 	})
 	if err != nil {
@@ -81,11 +88,11 @@ func (db *DB) CreatePostByRandomUser(ctx context.Context, in loremnews.PostInput
 	return p, nil
 }
 
-// CreateCommentOnRandomPost touches a random user and has them comment on a random post.
-func (db *DB) CreateCommentOnRandomPost(ctx context.Context, in loremnews.CommentInput) (*loremnews.Comment, error) {
+// CreateComment touches a random user and has them comment on a random post.
+func (b *Benchmark) CreateComment(ctx context.Context, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		userID, err := db.touchRandomUser(ctx, tx)
+	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		userID, err := b.db.touchRandomUser(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -93,7 +100,7 @@ func (db *DB) CreateCommentOnRandomPost(ctx context.Context, in loremnews.Commen
 		if err != nil {
 			return err
 		}
-		c, err = db.insertComment(ctx, tx, postID, userID, in)
+		c, err = b.db.insertComment(ctx, tx, postID, userID, in)
 		return err
 	})
 	if err != nil {
@@ -102,10 +109,10 @@ func (db *DB) CreateCommentOnRandomPost(ctx context.Context, in loremnews.Commen
 	return c, nil
 }
 
-// DeleteRandomPost touches a random user and deletes a random post.
-func (db *DB) DeleteRandomPost(ctx context.Context) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := db.touchRandomUser(ctx, tx); err != nil {
+// DeletePost touches a random user and deletes a random post.
+func (b *Benchmark) DeletePost(ctx context.Context) error {
+	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := b.db.touchRandomUser(ctx, tx); err != nil {
 			return err
 		}
 		id, err := pickRandomID(ctx, tx, "posts")
@@ -120,11 +127,11 @@ func (db *DB) DeleteRandomPost(ctx context.Context) error {
 	return nil
 }
 
-// DeleteRandomComment touches a random user and deletes a random comment.
-func (db *DB) DeleteRandomComment(ctx context.Context) (int64, error) {
+// DeleteComment touches a random user and deletes a random comment.
+func (b *Benchmark) DeleteComment(ctx context.Context) (int64, error) {
 	var postID int64
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := db.touchRandomUser(ctx, tx); err != nil {
+	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := b.db.touchRandomUser(ctx, tx); err != nil {
 			return err
 		}
 		id, err := pickRandomID(ctx, tx, "comments")
@@ -140,39 +147,73 @@ func (db *DB) DeleteRandomComment(ctx context.Context) (int64, error) {
 	return postID, nil
 }
 
-// RandomPostID picks a random post for the read-only actions.
-func (db *DB) RandomPostID(ctx context.Context) (int64, error) {
-	var id int64
-	err := db.read(ctx, func(q querier) (err error) {
-		id, err = pickRandomID(ctx, q, "posts")
+// ShowPost touches a random user, then reads a random post's page.
+func (b *Benchmark) ShowPost(ctx context.Context) (*loremnews.Post, []*loremnews.Comment, error) {
+	if _, err := b.touch(ctx); err != nil {
+		return nil, nil, err
+	}
+	var (
+		p        *loremnews.Post
+		comments []*loremnews.Comment
+	)
+	err := b.db.readSnapshot(ctx, func(q querier) error {
+		id, err := pickRandomID(ctx, q, "posts")
+		if err != nil {
+			return err
+		}
+		p, comments, err = postPage(ctx, q, id)
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("random post: %w", err)
+		return nil, nil, fmt.Errorf("show random post: %w", err)
 	}
-	return id, nil
+	return p, comments, nil
 }
 
-// PostIDRange returns the smallest and largest post ids (0, 0 when there are none).
-func (db *DB) PostIDRange(ctx context.Context) (minID, maxID int64, err error) {
-	err = db.read(ctx, func(q querier) error {
+// ListPosts touches a random user, then reads up to limit posts from a
+// random id between the smallest and largest post id on.
+func (b *Benchmark) ListPosts(ctx context.Context, limit int) (int64, []*loremnews.Post, error) {
+	if _, err := b.touch(ctx); err != nil {
+		return 0, nil, err
+	}
+	var (
+		from  int64
+		posts []*loremnews.Post
+	)
+	err := b.db.readSnapshot(ctx, func(q querier) error {
 		var lo, hi sql.NullInt64
-		err := q.QueryRowContext(ctx, `SELECT (SELECT min(id) FROM posts), (SELECT max(id) FROM posts)`).Scan(&lo, &hi)
-		minID, maxID = lo.Int64, hi.Int64
+		if err := q.QueryRowContext(ctx, `SELECT (SELECT min(id) FROM posts), (SELECT max(id) FROM posts)`).Scan(&lo, &hi); err != nil {
+			return err
+		}
+		from = lo.Int64
+		if hi.Int64 > lo.Int64 {
+			from += rand.Int64N(hi.Int64 - lo.Int64 + 1)
+		}
+		var err error
+		posts, err = queryPosts(ctx, q, `WHERE p.id >= ? ORDER BY p.id LIMIT ?`, from, limit)
 		return err
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("post id range: %w", err)
+		return 0, nil, fmt.Errorf("list posts from a random id: %w", err)
 	}
-	return minID, maxID, nil
+	return from, posts, nil
+}
+
+// ShowUser touches a random user, then reads that user's page.
+func (b *Benchmark) ShowUser(ctx context.Context, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
+	id, err := b.touch(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return b.db.UserPage(ctx, id, limit)
 }
 
 // PointRead reads a random user's screen name in one statement: the id
 // range from the primary key's two edges, then one seek at a random id in
 // it (wrapping to the first user past a gap at the end).
-func (db *DB) PointRead(ctx context.Context) (string, error) {
+func (b *Benchmark) PointRead(ctx context.Context) (string, error) {
 	var name sql.NullString
-	err := db.read(ctx, func(q querier) error {
+	err := b.db.read(ctx, func(q querier) error {
 		return q.QueryRowContext(ctx, `SELECT coalesce(
 			(SELECT screen_name FROM users WHERE id >= (SELECT min(id) FROM users) + ?1 % ((SELECT max(id) FROM users) - (SELECT min(id) FROM users) + 1)
 				ORDER BY id LIMIT 1),

@@ -196,19 +196,6 @@ func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*lo
 	return posts, nil
 }
 
-// PostsFrom lists posts with id ≥ fromID, oldest first.
-func (db *DB) PostsFrom(ctx context.Context, fromID int64, limit int) ([]*loremnews.Post, error) {
-	var posts []*loremnews.Post
-	err := db.read(ctx, func(q querier) (err error) {
-		posts, err = queryPosts(ctx, q, `WHERE p.id >= ? ORDER BY p.id LIMIT ?`, fromID, limit)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("posts from %d: %w", fromID, err)
-	}
-	return posts, nil
-}
-
 // PostPage loads a post, its author, and its comments newest first.
 func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
 	var (
@@ -216,19 +203,25 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 		comments []*loremnews.Comment
 	)
 	err := db.readSnapshot(ctx, func(q querier) (err error) {
-		p, err = findPost(ctx, q, id)
-		if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
-			return wasDeleted(ctx, q, "posts", id, err)
-		} else if err != nil {
-			return err
-		}
-		comments, err = queryPostComments(ctx, q, p)
+		p, comments, err = postPage(ctx, q, id)
 		return err
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("post page %d: %w", id, err)
 	}
 	return p, comments, nil
+}
+
+// postPage reads a post with its author and comments; see PostPage.
+func postPage(ctx context.Context, q querier, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
+	p, err := findPost(ctx, q, id)
+	if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
+		return nil, nil, wasDeleted(ctx, q, "posts", id, err)
+	} else if err != nil {
+		return nil, nil, err
+	}
+	comments, err := queryPostComments(ctx, q, p)
+	return p, comments, err
 }
 
 // wasDeleted tells a deleted row from one that never existed: ids come from

@@ -166,24 +166,34 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 		comments []*loremnews.Comment
 	)
 	err := db.readSnapshot(ctx, func(q querier) (err error) {
-		if u, err = findUser(ctx, q, id); err != nil {
-			return err
-		}
-		author := &loremnews.User{ID: u.ID, ScreenName: u.ScreenName}
-		if posts, err = queryUserPosts(ctx, q, author, math.MaxInt64, limit); err != nil {
-			return err
-		}
-		if comments, err = queryUserComments(ctx, q, author, math.MaxInt64, limit); err != nil {
-			return err
-		}
-		// A range count of the user's entries in index_comments_on_user_id,
-		// whose first pages the listing above has just read.
-		return q.QueryRowContext(ctx, `SELECT count(*) FROM comments WHERE user_id = ?`, id).Scan(&u.CommentsCount)
+		u, posts, comments, err = userPage(ctx, q, id, limit)
+		return err
 	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("user page %d: %w", id, err)
 	}
 	return u, posts, comments, nil
+}
+
+// userPage reads a user with their newest posts and comments; see UserPage.
+func userPage(ctx context.Context, q querier, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
+	u, err := findUser(ctx, q, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	author := &loremnews.User{ID: u.ID, ScreenName: u.ScreenName}
+	posts, err := queryUserPosts(ctx, q, author, math.MaxInt64, limit)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	comments, err := queryUserComments(ctx, q, author, math.MaxInt64, limit)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// A range count of the user's entries in index_comments_on_user_id,
+	// whose first pages the listing above has just read.
+	err = q.QueryRowContext(ctx, `SELECT count(*) FROM comments WHERE user_id = ?`, id).Scan(&u.CommentsCount)
+	return u, posts, comments, err
 }
 
 // UserPosts lists the user's posts with id < beforeID, newest first.

@@ -15,6 +15,7 @@ import (
 func testConcurrentWriters(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
+	bm := db.Benchmark()
 	MustSeed(t, db, 20, 200)
 	before := MustBeConsistent(t, db)
 	const workers, each = 16, 60
@@ -30,27 +31,27 @@ func testConcurrentWriters(t *testing.T, open Opener) {
 				var err error
 				switch (w + i) % 5 {
 				case 0:
-					_, err = db.CreatePostByRandomUser(ctx, loremnews.PostInput{Title: fmt.Sprintf("Concurrent post %d-%d", w, i)})
+					_, err = bm.CreatePost(ctx, loremnews.PostInput{Title: fmt.Sprintf("Concurrent post %d-%d", w, i)})
 					if err == nil {
 						createdPosts.Add(1)
 					}
 				case 1:
-					_, err = db.CreateCommentOnRandomPost(ctx, loremnews.CommentInput{Body: "A concurrent comment"})
+					_, err = bm.CreateComment(ctx, loremnews.CommentInput{Body: "A concurrent comment"})
 					if err == nil {
 						createdComments.Add(1)
 					}
 				case 2:
-					err = db.DeleteRandomPost(ctx)
+					err = bm.DeletePost(ctx)
 					if err == nil {
 						deletedPost.Add(1)
 					}
 				case 3:
-					_, err = db.DeleteRandomComment(ctx)
+					_, err = bm.DeleteComment(ctx)
 					if err == nil {
 						deleted.Add(1)
 					}
 				case 4:
-					_, err = db.TouchRandomUser(ctx)
+					_, _, _, err = bm.ShowUser(ctx, 10)
 				}
 				if err != nil {
 					failures <- err

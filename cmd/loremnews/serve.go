@@ -156,7 +156,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	cfg := lnhttp.Config{
-		Benchmarking:    benchmarking,
 		SecureCookies:   secureCookies,
 		BcryptCost:      bcryptCost,
 		Logger:          log,
@@ -166,6 +165,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		SessionLifetime: sessionLifetime,
 		SecretKey:       []byte(secretKey),
 		Gzip:            gzip,
+	}
+	if benchmarking {
+		cfg.Benchmark = db.Benchmark()
 	}
 	if m != nil {
 		m.Watch(db)
