@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/loremnews/loremnews"
 )
@@ -57,14 +58,38 @@ func (db *DB) touchRandomUser(ctx context.Context, tx *sql.Tx) (int64, error) {
 	return id, err
 }
 
-// touch updates a random user's last_seen_at in a write transaction of its
-// own and returns the user's id once it has committed.
-func (b *Benchmark) touch(ctx context.Context) (int64, error) {
+// touchOneRandomUser sets a random user's last_seen_at to now in one
+// statement, picking the user as pickRandomID does, and returns its id.
+func touchOneRandomUser(ctx context.Context, tx *sql.Tx, now time.Time) (int64, error) {
 	var id int64
-	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
-		id, err = b.db.touchRandomUser(ctx, tx)
-		return err
-	})
+	err := tx.QueryRowContext(ctx, `UPDATE users SET last_seen_at = ?1 WHERE id = coalesce(
+			(SELECT id FROM users WHERE id >= (SELECT min(id) FROM users) + ?2 % ((SELECT max(id) FROM users) - (SELECT min(id) FROM users) + 1)
+				ORDER BY id LIMIT 1),
+			(SELECT min(id) FROM users))
+		RETURNING id`, now, rand.Int64()).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, loremnews.Errorf(loremnews.ENOTFOUND, "There are no users to pick from.")
+	}
+	return id, err
+}
+
+// touch updates a random user's last_seen_at in a write transaction of its
+// own and returns the user's id once it has committed. On the writer
+// goroutine, the touches queued at one moment share one transaction.
+func (b *Benchmark) touch(ctx context.Context) (int64, error) {
+	var (
+		id  int64
+		err error
+	)
+	if b.db.writer != nil {
+		id, err = b.db.writer.touch(ctx)
+		err = b.db.mapError(err)
+	} else {
+		err = b.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+			id, err = b.db.touchRandomUser(ctx, tx)
+			return err
+		})
+	}
 	if err != nil {
 		return 0, fmt.Errorf("touch random user: %w", err)
 	}

@@ -51,10 +51,9 @@ type DB struct {
 	path          string
 	profile       Profile
 	spec          profileSpec
-	readDB        *sql.DB         // reads: the read-only pool, or the shared pool
-	writeDB       *sql.DB         // write transactions: one connection, or the shared pool
-	queue         *writerQueue    // fair: writers take turns, one transaction each
-	committer     *groupCommitter // batch: one goroutine commits queued writes together
+	readDB        *sql.DB // reads: the read-only pool, or the shared pool
+	writeDB       *sql.DB // write transactions: one connection, or the shared pool
+	writer        *writer // where the profile has one: the goroutine that runs every write
 	writerTimeout time.Duration
 
 	// busyRetries counts BEGIN IMMEDIATE attempts that found the write lock
@@ -106,9 +105,6 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		onWriteWait:   cfg.OnWriteWait,
 		now:           func() time.Time { return time.Now().UTC() },
 	}
-	if spec.writerQueue {
-		db.queue = newWriterQueue()
-	}
 
 	writePragmas := mergePragmas(spec.pragmas, userPragmas)
 	if spec.stmtCache > 0 && !params.Has("_stmt_cache_size") {
@@ -143,8 +139,11 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	db.writeDB.SetConnMaxLifetime(0)
 	db.readDB.SetConnMaxLifetime(0)
 
-	if spec.groupCommit {
-		db.committer = newGroupCommitter(db)
+	switch {
+	case spec.groupCommit:
+		db.writer = newWriter(db, groupCommitBatch)
+	case spec.writerQueue:
+		db.writer = newWriter(db, 1)
 	}
 	if err := db.writeDB.PingContext(ctx); err != nil {
 		db.closePools()
@@ -203,8 +202,8 @@ func (db *DB) Close() error {
 }
 
 func (db *DB) closePools() error {
-	if db.committer != nil {
-		db.committer.close()
+	if db.writer != nil {
+		db.writer.close()
 	}
 	var errs []error
 	if db.readDB != nil && db.readDB != db.writeDB {
@@ -237,11 +236,8 @@ func (db *DB) Stats() Stats {
 		WritePool:   db.writeDB.Stats(),
 		SharedPool:  db.readDB == db.writeDB,
 	}
-	if db.queue != nil {
-		s.Writer = db.queue.stats()
-	}
-	if db.committer != nil {
-		s.Writer = db.committer.snapshot()
+	if db.writer != nil {
+		s.Writer = db.writer.snapshot()
 	}
 	return s
 }

@@ -42,13 +42,6 @@ func (db *DB) ReadPragmaOnEveryConn(tb testing.TB, name string) []string {
 // HoldWriterTurn occupies the writer, as a long write would, until release.
 func (db *DB) HoldWriterTurn(tb testing.TB) (release func()) {
 	tb.Helper()
-	if db.queue != nil {
-		release, err := db.queue.acquire(context.Background())
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return release
-	}
 	started, done, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)

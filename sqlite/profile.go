@@ -65,7 +65,7 @@ type profileSpec struct {
 	sharedPool    bool     // one pool for reads and writes
 	sharedPoolMax int      // the shared pool's size; 0: Config.ReadConns
 	immediate     bool     // BEGIN IMMEDIATE for write transactions
-	writerQueue   bool     // FIFO queue of writers inside the process, a transaction each
+	writerQueue   bool     // FIFO queue of writes served by one goroutine, a transaction each
 	groupCommit   bool     // FIFO queue served by one goroutine that commits queued writes together
 	pollBusy      bool     // busy_timeout=0 on writers; Go retries BEGIN every busyPollInterval
 	gemBusy       bool     // busy_timeout=0 on the pool; Go retries with gemBusyHandler's schedule

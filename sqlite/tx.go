@@ -84,37 +84,27 @@ func (db *DB) readSnapshot(ctx context.Context, fn func(q querier) error) error 
 	return db.mapError(err)
 }
 
-// write runs fn in one write transaction and commits it. In order:
-//  1. with a writer queue, wait for this process's earlier writers to finish
-//     (first come, first served), at most WriterTimeout;
-//  2. BEGIN (IMMEDIATE in every profile but naive, so the write lock is taken
+// write runs fn in one write transaction and commits it. Where the profile
+// has a writer goroutine (writer.go), it runs fn there, after this process's
+// earlier writes (first come, first served), waiting at most WriterTimeout
+// for its turn. Elsewhere, in the caller's goroutine:
+//  1. BEGIN (IMMEDIATE in every profile but naive, so the write lock is taken
 //     up front: a deferred transaction that reads and then writes fails with
 //     SQLITE_BUSY at once if another writer committed since its read, and no
 //     busy timeout can help it);
-//  3. fn, then COMMIT. Any error rolls back.
+//  2. fn, then COMMIT. Any error rolls back.
 //
-// In the batch profile the group committer does all three for the writes
-// queued at that moment together (group_commit.go). fn gets the context to
-// run its statements with: the request's, or in a batch one that keeps the
-// request's values but cannot be cancelled.
+// fn gets the context to run its statements with: the request's, or on the
+// writer goroutine one that keeps the request's values but cannot be
+// cancelled.
 func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	if db.committer != nil {
-		return db.mapError(db.committer.submit(ctx, fn))
+	if db.writer != nil {
+		return db.mapError(db.writer.submit(ctx, fn))
 	}
-	// WriterTimeout bounds the wait for the turn and the lock, not the
-	// transaction itself (a large seed may take longer).
+	// WriterTimeout bounds the wait for the lock, not the transaction
+	// itself (a large seed may take longer).
 	start := time.Now()
 	deadline := start.Add(db.writerTimeout)
-	if db.queue != nil {
-		qctx, cancel := context.WithDeadline(ctx, deadline)
-		release, err := db.queue.acquire(qctx)
-		cancel()
-		if err != nil {
-			db.observeWriteWait(start)
-			return db.mapError(fmt.Errorf("wait for writer turn: %w", err))
-		}
-		defer release()
-	}
 	tx, err := db.beginWrite(ctx, deadline)
 	db.observeWriteWait(start)
 	if err != nil {

@@ -63,10 +63,16 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	}
 }
 
-// TestGroupCommitSkipsAbandonedWrites: a write whose client gives up while
-// it waits for its turn never runs.
-func TestGroupCommitSkipsAbandonedWrites(t *testing.T) {
-	db := MustOpenDB(t, sqlite.ProfileBatch)
+// TestWriterSkipsAbandonedWrites: a write whose client gives up while it
+// waits for its turn never runs, and the writer goes on.
+func TestWriterSkipsAbandonedWrites(t *testing.T) {
+	for _, p := range []sqlite.Profile{sqlite.ProfileSplit, sqlite.ProfileBatch} {
+		t.Run(string(p), func(t *testing.T) { testWriterSkipsAbandonedWrites(t, p) })
+	}
+}
+
+func testWriterSkipsAbandonedWrites(t *testing.T, profile sqlite.Profile) {
+	db := MustOpenDB(t, profile)
 	release := db.HoldWriterTurn(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -92,6 +98,82 @@ func TestGroupCommitSkipsAbandonedWrites(t *testing.T) {
 	if s := db.Stats().Writer; s.Abandoned != 1 {
 		t.Fatalf("stats %+v", s)
 	}
+}
+
+// TestWriterIsFIFO: writes run in the order they were queued.
+func TestWriterIsFIFO(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t, sqlite.ProfileSplit)
+	MustSeed(t, db, 3, 0)
+	release := db.HoldWriterTurn(t)
+	const n = 20
+	ids := make([]int64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			p, err := db.CreatePost(ctx, 1, loremnews.PostInput{Title: fmt.Sprintf("Queued %d", i)})
+			if err != nil {
+				t.Errorf("write %d: %v", i, err)
+				return
+			}
+			ids[i] = p.ID
+		})
+		// Queue strictly one after another.
+		testenv.WaitFor(t, time.Minute, fmt.Sprintf("%d writes queued", i+1), func() bool { return db.Stats().Writer.Depth == i+1 })
+	}
+	release()
+	waitGroupWithin(t, &wg, time.Minute, "the queued writes to finish")
+	for i := 1; i < n; i++ {
+		if ids[i] <= ids[i-1] {
+			t.Fatalf("write %d got id %d after write %d's %d: not first come, first served (%v)", i, ids[i], i-1, ids[i-1], ids)
+		}
+	}
+	if s := db.Stats().Writer; s.Depth != 0 || s.MaxDepth < n {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestTouchesShareACommit: the touches queued at one moment commit in one
+// transaction, each still touching a user and answering after the commit.
+func TestTouchesShareACommit(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t, sqlite.ProfileSplit)
+	MustSeed(t, db, 20, 20)
+	bm := db.Benchmark()
+	start := time.Now().Add(-time.Second)
+	release := db.HoldWriterTurn(t)
+	before := db.Stats().Writer.Commits
+	const n = 30
+	var wg sync.WaitGroup
+	users := make([]int64, n)
+	for i := range n {
+		wg.Go(func() {
+			u, _, _, err := bm.ShowUser(ctx, 10)
+			if err != nil {
+				t.Errorf("show user %d: %v", i, err)
+				return
+			}
+			if u.LastSeenAt.Before(start) {
+				t.Errorf("user %d shown before its touch committed: last seen %v", u.ID, u.LastSeenAt)
+			}
+			users[i] = u.ID
+		})
+	}
+	testenv.WaitFor(t, time.Minute, "30 touches queued behind the held turn", func() bool { return db.Stats().Writer.Depth == n })
+	release()
+	waitGroupWithin(t, &wg, time.Minute, "the touches to finish")
+	// The held write's commit, then one for all 30 touches.
+	if got := db.Stats().Writer.Commits - before; got != 2 {
+		t.Fatalf("%d commits for a held write and 30 queued touches, want 2", got)
+	}
+	distinct := map[int64]bool{}
+	for _, id := range users {
+		distinct[id] = true
+	}
+	if len(distinct) < 5 {
+		t.Fatalf("30 touches among 20 users touched only %d distinct users", len(distinct))
+	}
+	MustBeConsistent(t, db)
 }
 
 // waitGroupWithin waits for wg, failing the test, naming what it waited for,
