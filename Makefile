@@ -18,7 +18,14 @@ SQLITE_CFLAGS := -DSQLITE_DQS=0 -DSQLITE_DEFAULT_MEMSTATUS=0 -DSQLITE_DEFAULT_WA
 # to malloc, which has returned the memory to the kernel, so every refill
 # page-faults. It costs those 2 MiB per connection; what it gained is
 # measured in benchmarks/perf/README.md (the page-cache attempt, 16).
-SQLITE_TUNING := -DSQLITE_DEFAULT_PCACHE_INITSZ=512
+#
+# And the query planner stability guarantee (ENABLE_QPSG): without it,
+# SQLite marks a statement whose plan may depend on a bound value (every
+# "LIMIT ?") to be compiled again whenever its bindings are cleared, which
+# the driver's statement cache does each time it takes a statement back, so
+# those statements were parsed and planned again on every use. Our plans do
+# not depend on the values bound.
+SQLITE_TUNING := -DSQLITE_DEFAULT_PCACHE_INITSZ=512 -DSQLITE_ENABLE_QPSG
 export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 $(SQLITE_CFLAGS) $(SQLITE_TUNING)
 
