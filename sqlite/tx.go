@@ -17,11 +17,34 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
+// uncancellable runs a read's statements without watching the request's
+// context. Watching it costs a goroutine per statement (database/sql starts
+// one for each Rows, the driver one for each Exec) — more work than most of
+// our statements — and a read takes milliseconds at most, so a client that
+// leaves gets its read finished rather than interrupted. Waiting for a pool
+// connection still ends with the request.
+type uncancellable struct{ q querier }
+
+func (u uncancellable) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return u.q.QueryContext(context.WithoutCancel(ctx), query, args...)
+}
+
+func (u uncancellable) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return u.q.QueryRowContext(context.WithoutCancel(ctx), query, args...)
+}
+
+func (u uncancellable) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return u.q.ExecContext(context.WithoutCancel(ctx), query, args...)
+}
+
 // read runs fn against the read pool. In profiles that poll for SQLite's lock
 // instead of using its busy handler, a read that meets SQLITE_BUSY (possible
 // in WAL mode only while another connection recovers the WAL) is retried.
 func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
-	if !db.spec.pollBusy && !db.spec.gemBusy || db.readDB != db.writeDB {
+	if db.readDB != db.writeDB {
+		return db.mapError(fn(uncancellable{db.readDB}))
+	}
+	if !db.spec.pollBusy && !db.spec.gemBusy {
 		return db.mapError(fn(db.readDB))
 	}
 	deadline := time.Now().Add(db.writerTimeout)
@@ -71,10 +94,10 @@ func (db *DB) readSnapshot(ctx context.Context, fn func(q querier) error) error 
 		return db.mapError(err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
+	if _, err := conn.ExecContext(context.WithoutCancel(ctx), `BEGIN`); err != nil {
 		return db.mapError(err)
 	}
-	err = fn(conn)
+	err = fn(uncancellable{conn})
 	// Ending a read transaction cannot fail for a reason worth reporting
 	// over fn's, but it must run even if ctx is done, or the connection
 	// would go back to the pool inside a transaction.
