@@ -494,7 +494,7 @@ func (s *server) scrapeCounters() (serverCounters, error) {
 // d, stopping after n requests if n > 0, and reads what the server process
 // spent meanwhile (left out where /proc cannot tell: not Linux).
 func (s *server) runLoad(ctx context.Context, action string, c int, d time.Duration, n int) (RunResult, error) {
-	pid := s.cmd.Process.Pid
+	pid := s.Pid()
 	cpuBefore, cpuErr := procCPU(pid)
 	res, err := load.Run(ctx, load.Config{URL: s.baseURL + "/benchmarking/" + action, Method: "POST", Concurrency: c, Duration: d, Requests: n})
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -39,8 +38,6 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
-
-var listenRe = regexp.MustCompile(`listening on (http://\S+)`)
 
 // TestServeEndToEnd runs the real program's run function: serve on port 0
 // with a fresh database seeded on start, answer /up, the pages and a

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/serveproc"
 	"github.com/loremnews/loremnews/sqlite"
 )
 
@@ -40,8 +41,8 @@ func waitListening(t *testing.T, stdout, stderr *syncBuffer, done <-chan error) 
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if m := listenRe.FindStringSubmatch(stdout.String()); m != nil {
-			return m[1]
+		if url, ok := serveproc.ListeningURL(stdout.String()); ok {
+			return url
 		}
 		select {
 		case err := <-done:
