@@ -97,6 +97,16 @@ func (d *dbFlags) open(ctx context.Context) (loremnews.Database, error) {
 			OnWriteWait:       d.onWriteWait,
 		})
 	}
+	db, err := d.openSQLite(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// openSQLite opens the SQLite file --db names, for the commands that work
+// on a SQLite file alone (backup).
+func (d *dbFlags) openSQLite(ctx context.Context) (*sqlite.DB, error) {
 	return sqlite.Open(ctx, sqlite.Config{
 		DSN:           d.dsn,
 		Profile:       sqlite.Profile(d.profile),
