@@ -435,13 +435,13 @@ func withFreshServer(ctx context.Context, cfg Config, s Setup, name string, fn f
 // the same run, with the same generator and concurrency: a yardstick that
 // makes results from noisy machines comparable.
 func measureCeiling(ctx context.Context, cfg Config) (*RunResult, error) {
-	s := Setup{Name: "ceiling", Binary: cfg.Setups[0].Binary, Profile: "split"}
+	s := Setup{Name: ActionCeiling, Binary: cfg.Setups[0].Binary, Profile: "split"}
 	srv, err := startServer(ctx, s, dbPathFor(cfg.WorkDir, s), filepath.Join(cfg.WorkDir, "ceiling.log"))
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop()
-	r, err := srv.runLoad(ctx, "ceiling", cfg.Concurrency, cfg.Duration, 0)
+	r, err := srv.runLoad(ctx, ActionCeiling, cfg.Concurrency, cfg.Duration, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -461,13 +461,13 @@ func runPointRead(ctx context.Context, cfg Config) *PointReadResult {
 		}
 	}
 	res := &PointReadResult{Setup: s.Name}
-	err := withFreshServer(ctx, cfg, s, s.Name+"-point_read", func(srv *server) error {
+	err := withFreshServer(ctx, cfg, s, s.Name+"-"+ActionPointRead, func(srv *server) error {
 		for _, c := range cfg.PointRead {
-			ceiling, err := srv.runLoad(ctx, "ceiling", c, cfg.Duration, 0)
+			ceiling, err := srv.runLoad(ctx, ActionCeiling, c, cfg.Duration, 0)
 			if err != nil {
 				return err
 			}
-			read, err := srv.runLoad(ctx, "point_read", c, cfg.Duration, 0)
+			read, err := srv.runLoad(ctx, ActionPointRead, c, cfg.Duration, 0)
 			if err != nil {
 				return err
 			}

@@ -166,6 +166,14 @@ func TestUsageErrors(t *testing.T) {
 		"bare seconds env":  {args: []string{"load", "http://127.0.0.1:1/"}, env: map[string]string{"LOREM_LOAD_DURATION": "3"}, want: "did you mean 3s?"},
 		"no scheme":         {args: []string{"load", "-n", "1", "127.0.0.1:8080/"}, want: "did you mean http://127.0.0.1:8080/?"},
 		"no scheme, host":   {args: []string{"load", "-n", "1", "localhost:8080/"}, want: "did you mean http://localhost:8080/?"},
+		"bench setup":       {args: []string{"bench", "--setups", "split,turbo"}, want: `unknown setup "turbo" in --setups`},
+		"bench target":      {args: []string{"bench", "--targets", "mysql"}, want: `unknown target "mysql" in --targets`},
+		"bench action":      {args: []string{"bench", "--action", "post_craete"}, want: `--action: unknown benchmarking action "post_craete"`},
+		"bench scenario":    {args: []string{"bench", "--scenarios", "balanced@many"}, want: `bad --scenarios entry "balanced@many"`},
+		"bench sweep level": {args: []string{"bench", "--sweep", "--sweep-levels", "1,0"}, want: `bad --sweep-levels entry "0"`},
+		"bench point read":  {args: []string{"bench", "--point-read", "1,x"}, want: `bad --point-read entry "x"`},
+		"bench compare":     {args: []string{"bench", "--compare", "before"}, want: `bad --compare entry "before": want NAME=PATH`},
+		"bench postgres":    {args: []string{"bench", "--postgres", "mysql://x"}, want: `--postgres "mysql://x" is not a postgres:// URL`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for k, v := range tc.env {

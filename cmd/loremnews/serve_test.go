@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -138,5 +139,20 @@ func TestMetricsAddr(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "loremnews_") {
 		t.Fatalf("GET %s = %d\n%.500s", m[1], resp.StatusCode, body)
+	}
+}
+
+// TestParseServeFlags: the command line and the environment become the
+// server's config, the site's settings among them; nothing is opened.
+func TestParseServeFlags(t *testing.T) {
+	t.Setenv("LOREM_SECRET_KEY", strings.Repeat("k", 32))
+	c, err := parseServeFlags([]string{"--addr", "127.0.0.1:0", "--benchmarking", "--trusted-proxies", "10.0.0.0/8", "--log-level", "warn",
+		"--max-in-flight", "8", "--metrics-addr", "127.0.0.1:9100", "--profile", "naive"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.site.Benchmarking || len(c.site.TrustedProxies) != 1 || c.site.MaxInFlight != 8 || string(c.site.SecretKey) != strings.Repeat("k", 32) ||
+		c.logLevel != slog.LevelWarn || c.metricsAddr != "127.0.0.1:9100" || !c.metrics || c.db.profile != "naive" || c.shutdownTimeout != 10*time.Second {
+		t.Errorf("%+v", c)
 	}
 }
