@@ -18,7 +18,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				"snapshot, compacted). The copy is then checked: integrity, foreign keys and counter caches.", stdout)
 	)
 	d.registerDB(fs)
-	fs.StringVar(&to, "to", "", "the backup file to create (must not exist)")
+	fs.StringVar(&to, "to", "", "the backup `FILE` to create (must not exist)")
 	fs.twin("to", "LOREM_BACKUP_TO")
 	if err := fs.parse(args); err != nil {
 		return err

@@ -268,6 +268,16 @@ func TestUsageErrors(t *testing.T) {
 				t.Errorf("%s --help should show --db and no pool tuning:\n%s", cmd, h)
 			}
 		}
+		// Every flag that takes a value names it: --db PATH, not --db string
+		// or a generic VALUE.
+		for _, cmd := range commandNames() {
+			for _, line := range strings.Split(help(cmd), "\n") {
+				if f := strings.Fields(line); strings.HasPrefix(line, "  -") && len(f) >= 2 && !strings.HasPrefix(f[1], "[$") &&
+					(f[1] != strings.ToUpper(f[1]) || f[1] == "VALUE" || f[1] == "STRING") {
+					t.Errorf("%s --help: %q names no value", cmd, strings.TrimSpace(line))
+				}
+			}
+		}
 		for _, noise := range []string{"(default 0s)", "(default 0)", "(default false)", "\n  --c ", "\n  -db "} {
 			if strings.Contains(load+serve, noise) {
 				t.Errorf("--help shows %q", noise)
