@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -54,32 +53,16 @@ func fakeServe(mode string, args []string) {
 	}
 }
 
-// logBuffer collects the process's output for the test to read.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func start(t *testing.T, mode string) (*Process, *logBuffer, error) {
+// start runs the stand-in in mode. Its log may be read once the process
+// has exited: Start serialises the writes, and the exit waits for them.
+func start(t *testing.T, mode string) (*Process, *strings.Builder, error) {
 	t.Helper()
 	t.Setenv("SERVEPROC_FAKE", mode)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log logBuffer
+	var log strings.Builder
 	p, err := Start(context.Background(), exe, []string{"--db", "x.sqlite3"}, &log)
 	if p != nil {
 		t.Cleanup(p.Kill)
@@ -90,7 +73,7 @@ func start(t *testing.T, mode string) (*Process, *logBuffer, error) {
 func TestStartAndStop(t *testing.T) {
 	p, log, err := start(t, "ok")
 	if err != nil {
-		t.Fatalf("%v\n%s", err, log)
+		t.Fatalf("%v\n%s", err, log) // the process has exited
 	}
 	if !strings.HasPrefix(p.URL, "http://127.0.0.1:") || p.Pid() <= 0 {
 		t.Fatalf("URL %q, pid %d", p.URL, p.Pid())
@@ -121,9 +104,9 @@ func TestStartFails(t *testing.T) {
 }
 
 func TestStopKillsAStubbornServer(t *testing.T) {
-	p, log, err := start(t, "stubborn")
+	p, _, err := start(t, "stubborn")
 	if err != nil {
-		t.Fatalf("%v\n%s", err, log)
+		t.Fatal(err)
 	}
 	if err := p.Stop(300 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "was killed") {
 		t.Fatalf("stop: %v, want a kill", err)
