@@ -496,7 +496,7 @@ func (s *server) scrapeCounters() (serverCounters, error) {
 func (s *server) runLoad(ctx context.Context, action string, c int, d time.Duration, n int) (RunResult, error) {
 	pid := s.Pid()
 	cpuBefore, cpuErr := procCPU(pid)
-	res, err := load.Run(ctx, load.Config{URL: s.baseURL + "/benchmarking/" + action, Method: "POST", Concurrency: c, Duration: d, Requests: n})
+	res, err := load.Run(ctx, load.Config{URL: s.URL + "/benchmarking/" + action, Method: "POST", Concurrency: c, Duration: d, Requests: n})
 	if err != nil {
 		return RunResult{}, err
 	}

@@ -18,7 +18,6 @@ import (
 // to the log file at logPath.
 type server struct {
 	*serveproc.Process
-	baseURL string
 	logPath string
 	logFile *os.File
 }
@@ -50,7 +49,7 @@ func startServer(ctx context.Context, s Setup, dbPath, logPath string) (*server,
 		logFile.Close()
 		return nil, fmt.Errorf("bench: server %s: %w; see %s", s.Name, err, logPath)
 	}
-	return &server{Process: p, baseURL: p.URL, logPath: logPath, logFile: logFile}, nil
+	return &server{Process: p, logPath: logPath, logFile: logFile}, nil
 }
 
 // stop ends the server gracefully (requests finish, the WAL is
@@ -66,7 +65,7 @@ func (s *server) stop() error {
 
 // scrape fetches the server's /metrics text.
 func (s *server) scrape() (string, error) {
-	resp, err := http.Get(s.baseURL + "/metrics")
+	resp, err := http.Get(s.URL + "/metrics")
 	if err != nil {
 		return "", err
 	}

@@ -51,7 +51,6 @@ func binary(t *testing.T) string {
 type serverProc struct {
 	t *testing.T
 	*serveproc.Process
-	url    string
 	stderr *syncBuffer // its standard output and error
 }
 
@@ -65,7 +64,7 @@ func startServer(t *testing.T, db string, args ...string) *serverProc {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Cleanup(p.Kill)
-	return &serverProc{t: t, Process: p, url: p.URL, stderr: out}
+	return &serverProc{t: t, Process: p, stderr: out}
 }
 
 // signal sends sig and waits for the process to exit, at most within.

@@ -112,7 +112,7 @@ func testCrashKeepsAcknowledgedWrites(t *testing.T, dbPath string) {
 					return
 				default:
 				}
-				resp, err := client.Post(srv.url+"/benchmarking/post_create", "", nil)
+				resp, err := client.Post(srv.URL+"/benchmarking/post_create", "", nil)
 				if err != nil {
 					return // the server is gone
 				}
@@ -197,7 +197,7 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	defer cancel()
 	done := make(chan *load.Result, 1)
 	go func() {
-		res, _ := load.Run(ctx, load.Config{URL: srv.url + "/benchmarking/write_heavy", Method: "POST", Concurrency: 16, Duration: 4 * time.Second, Timeout: 5 * time.Second})
+		res, _ := load.Run(ctx, load.Config{URL: srv.URL + "/benchmarking/write_heavy", Method: "POST", Concurrency: 16, Duration: 4 * time.Second, Timeout: 5 * time.Second})
 		done <- res
 	}()
 	// SIGTERM once the server is busy writing, however long a slow machine
@@ -250,7 +250,7 @@ func testTwoProcessesOneDatabase(t *testing.T, dbPath string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := load.Run(context.Background(), load.Config{URL: srv.url + "/benchmarking/write_heavy", Method: "POST", Concurrency: 32, Duration: 3 * time.Second})
+			res, err := load.Run(context.Background(), load.Config{URL: srv.URL + "/benchmarking/write_heavy", Method: "POST", Concurrency: 32, Duration: 3 * time.Second})
 			if err != nil {
 				t.Error(err)
 			}
@@ -287,7 +287,7 @@ func busyRetries(t *testing.T, srv *serverProc) string {
 // metric returns the value of the server's metric whose name (and labels)
 // match pattern, "?" if it has none or cannot be reached.
 func (p *serverProc) metric(pattern string) string {
-	resp, err := http.Get(p.url + "/metrics")
+	resp, err := http.Get(p.URL + "/metrics")
 	if err != nil {
 		return "?"
 	}
@@ -317,7 +317,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	defer cancel()
 	done := make(chan *load.Result, 1)
 	go func() {
-		res, _ := load.Run(ctx, load.Config{URL: srv.url + "/benchmarking/write_heavy", Method: "POST", Concurrency: 16, Duration: 3 * time.Second})
+		res, _ := load.Run(ctx, load.Config{URL: srv.URL + "/benchmarking/write_heavy", Method: "POST", Concurrency: 16, Duration: 3 * time.Second})
 		done <- res
 	}()
 	before := srv.writes()
@@ -379,7 +379,7 @@ func TestLitestreamReplicaRestores(t *testing.T) {
 		snapshots, _ := filepath.Glob(filepath.Join(replicaDir, "generations", "*", "snapshots", "*"))
 		return len(snapshots) > 0
 	})
-	res, err := load.Run(context.Background(), load.Config{URL: srv.url + "/benchmarking/write_heavy", Method: "POST", Concurrency: 8, Duration: 2 * time.Second})
+	res, err := load.Run(context.Background(), load.Config{URL: srv.URL + "/benchmarking/write_heavy", Method: "POST", Concurrency: 8, Duration: 2 * time.Second})
 	if err != nil || res.Failures != 0 {
 		t.Fatalf("load: %v %v %v", err, res.StatusCodes, res.Errors)
 	}
