@@ -72,6 +72,9 @@ type RunResult struct {
 	Action      string `json:"action"`
 	Concurrency int    `json:"concurrency"`
 	load.Summary
+	// Server is what the server process spent on the run; nil in results
+	// written before it was measured.
+	Server *ServerCost `json:"server,omitempty"`
 }
 
 // OKPerSec is the run's successful requests per second. Results written
@@ -273,13 +276,12 @@ func runInterleaved(ctx context.Context, cfg Config) []*SetupResult {
 			if srv == nil || results[i].Error != "" || ctx.Err() != nil {
 				continue
 			}
-			r, err := runLoad(ctx, srv.baseURL+"/benchmarking/"+cfg.Action, cfg.Action, c, d)
+			r, err := srv.runLoad(ctx, cfg.Action, c, d, 0)
 			if err != nil {
 				results[i].Error = err.Error()
 				continue
 			}
-			cfg.logf("%s: %s: %.0f successful req/s, p99 %s, slowest %s, %d failed", cfg.Setups[i].Name, what, r.OKPerSec(),
-				fmtSeconds(r.Percentile(99)), fmtSeconds(r.Slowest), r.Failures)
+			cfg.logf("%s: %s: %s", cfg.Setups[i].Name, what, r.progress())
 			record(results[i], r)
 		}
 	}
@@ -322,11 +324,11 @@ func runSetup(ctx context.Context, cfg Config, s Setup) *SetupResult {
 func runScenarios(ctx context.Context, cfg Config, s Setup, res *SetupResult) {
 	for _, sc := range cfg.Scenarios {
 		err := withFreshServer(ctx, cfg, s, s.Name+"-"+sc.Action, func(srv *server) error {
-			r, err := runLoadN(ctx, srv.baseURL+"/benchmarking/"+sc.Action, sc.Action, sc.Concurrency, cfg.Duration, scenarioCap(cfg, sc.Action))
+			r, err := srv.runLoad(ctx, sc.Action, sc.Concurrency, cfg.Duration, scenarioCap(cfg, sc.Action))
 			if err != nil {
 				return err
 			}
-			cfg.logf("%s: %s: %.0f successful req/s, p99 %s, %d failed", s.Name, sc, r.OKPerSec(), fmtSeconds(r.Percentile(99)), r.Failures)
+			cfg.logf("%s: %s: %s", s.Name, sc, r.progress())
 			res.Scenarios = append(res.Scenarios, r)
 			return nil
 		})
@@ -358,14 +360,12 @@ func runMain(ctx context.Context, cfg Config, s Setup, res *SetupResult) error {
 		if err != nil {
 			return err
 		}
-		url := srv.baseURL + "/benchmarking/" + cfg.Action
 		for i := range cfg.Runs {
-			r, err := runLoad(ctx, url, cfg.Action, cfg.Concurrency, cfg.Duration)
+			r, err := srv.runLoad(ctx, cfg.Action, cfg.Concurrency, cfg.Duration, 0)
 			if err != nil {
 				return err
 			}
-			cfg.logf("%s: run %d: %.0f successful req/s, p99 %s, slowest %s, %d failed", s.Name, i+1, r.OKPerSec(),
-				fmtSeconds(r.Percentile(99)), fmtSeconds(r.Slowest), r.Failures)
+			cfg.logf("%s: run %d: %s", s.Name, i+1, r.progress())
 			res.Runs = append(res.Runs, r)
 		}
 		after, err := srv.scrapeCounters()
@@ -374,11 +374,11 @@ func runMain(ctx context.Context, cfg Config, s Setup, res *SetupResult) error {
 		}
 		res.setCounters(before, after)
 		for _, c := range cfg.Sweep {
-			r, err := runLoad(ctx, url, cfg.Action, c, cfg.SweepDuration)
+			r, err := srv.runLoad(ctx, cfg.Action, c, cfg.SweepDuration, 0)
 			if err != nil {
 				return err
 			}
-			cfg.logf("%s: sweep c=%d: %.0f successful req/s, p99 %s, %d failed", s.Name, c, r.OKPerSec(), fmtSeconds(r.Percentile(99)), r.Failures)
+			cfg.logf("%s: sweep c=%d: %s", s.Name, c, r.progress())
 			res.Sweep = append(res.Sweep, r)
 		}
 		return nil
@@ -435,17 +435,17 @@ func withFreshServer(ctx context.Context, cfg Config, s Setup, name string, fn f
 // the same run, with the same generator and concurrency: a yardstick that
 // makes results from noisy machines comparable.
 func measureCeiling(ctx context.Context, cfg Config) (*RunResult, error) {
-	s := Setup{Name: "ceiling", Binary: cfg.Setups[0].Binary, Profile: "split"}
+	s := Setup{Name: ActionCeiling, Binary: cfg.Setups[0].Binary, Profile: "split"}
 	srv, err := startServer(ctx, s, dbPathFor(cfg.WorkDir, s), filepath.Join(cfg.WorkDir, "ceiling.log"))
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop()
-	r, err := runLoad(ctx, srv.baseURL+"/benchmarking/ceiling", "ceiling", cfg.Concurrency, cfg.Duration)
+	r, err := srv.runLoad(ctx, ActionCeiling, cfg.Concurrency, cfg.Duration, 0)
 	if err != nil {
 		return nil, err
 	}
-	cfg.logf("ceiling: %.0f successful req/s, p99 %s", r.OKPerSec(), fmtSeconds(r.Percentile(99)))
+	cfg.logf("ceiling: %s", r.progress())
 	return &r, nil
 }
 
@@ -461,17 +461,17 @@ func runPointRead(ctx context.Context, cfg Config) *PointReadResult {
 		}
 	}
 	res := &PointReadResult{Setup: s.Name}
-	err := withFreshServer(ctx, cfg, s, s.Name+"-point_read", func(srv *server) error {
+	err := withFreshServer(ctx, cfg, s, s.Name+"-"+ActionPointRead, func(srv *server) error {
 		for _, c := range cfg.PointRead {
-			ceiling, err := runLoad(ctx, srv.baseURL+"/benchmarking/ceiling", "ceiling", c, cfg.Duration)
+			ceiling, err := srv.runLoad(ctx, ActionCeiling, c, cfg.Duration, 0)
 			if err != nil {
 				return err
 			}
-			read, err := runLoad(ctx, srv.baseURL+"/benchmarking/point_read", "point_read", c, cfg.Duration)
+			read, err := srv.runLoad(ctx, ActionPointRead, c, cfg.Duration, 0)
 			if err != nil {
 				return err
 			}
-			cfg.logf("%s: point_read c=%d: %.0f successful req/s (ceiling %.0f), p99 %s", s.Name, c, read.OKPerSec(), ceiling.OKPerSec(), fmtSeconds(read.Percentile(99)))
+			cfg.logf("%s: point_read c=%d: %s (ceiling %.0f successful req/s)", s.Name, c, read.progress(), ceiling.OKPerSec())
 			res.Levels = append(res.Levels, PointReadLevel{Concurrency: c, Ceiling: ceiling, Read: read})
 		}
 		return nil
@@ -490,17 +490,23 @@ func (s *server) scrapeCounters() (serverCounters, error) {
 	return parseCounters(text)
 }
 
-func runLoad(ctx context.Context, url, action string, c int, d time.Duration) (RunResult, error) {
-	return runLoadN(ctx, url, action, c, d, 0)
-}
-
-// runLoadN is runLoad stopping after n requests if n > 0.
-func runLoadN(ctx context.Context, url, action string, c int, d time.Duration, n int) (RunResult, error) {
-	res, err := load.Run(ctx, load.Config{URL: url, Method: "POST", Concurrency: c, Duration: d, Requests: n})
+// runLoad loads the server's POST /benchmarking/ACTION at concurrency c for
+// d, stopping after n requests if n > 0, and reads what the server process
+// spent meanwhile (left out where /proc cannot tell: not Linux).
+func (s *server) runLoad(ctx context.Context, action string, c int, d time.Duration, n int) (RunResult, error) {
+	pid := s.Pid()
+	cpuBefore, cpuErr := procCPU(pid)
+	res, err := load.Run(ctx, load.Config{URL: s.URL + "/benchmarking/" + action, Method: "POST", Concurrency: c, Duration: d, Requests: n})
 	if err != nil {
 		return RunResult{}, err
 	}
-	return RunResult{Action: action, Concurrency: c, Summary: res.Summary()}, nil
+	r := RunResult{Action: action, Concurrency: c, Summary: res.Summary()}
+	cpuAfter, cpuAfterErr := procCPU(pid)
+	rss, peak, memErr := procMemory(pid)
+	if cpuErr == nil && cpuAfterErr == nil && memErr == nil {
+		r.Server = serverCost(cpuBefore, cpuAfter, rss, peak, r.Successes)
+	}
+	return r, nil
 }
 
 // finite maps NaN (no data) to 0, which JSON can carry.

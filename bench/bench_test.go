@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,15 +96,23 @@ func sampleReport() *Report {
 			{Setup: Setup{Name: "naive", Profile: "naive", Binary: "/home/someone/src/loremnews/bin/loremnews"}, Runs: []RunResult{run(20, 1000, 12), run(20, 1200, 8)},
 				Sweep:      []RunResult{run(1, 300, 0), run(4, 900, 3)},
 				BusyErrors: 20, ServerLog: []string{"level=WARN msg=unavailable db=/tmp/loremnews-bench-123/naive.sqlite3 path=/benchmarking/balanced"}},
-			{Setup: Setup{Name: "split", Profile: "split", Binary: "/home/someone/src/loremnews/bin/loremnews"}, Runs: []RunResult{run(20, 800, 0), run(20, 900, 0)},
+			{Setup: Setup{Name: "split", Profile: "split", Binary: "/home/someone/src/loremnews/bin/loremnews"}, Runs: []RunResult{
+				withCost(run(20, 800, 0), 400, 40), withCost(run(20, 900, 0), 600, 50)},
 				Sweep:     []RunResult{run(1, 250, 0), run(4, 700, 0)},
-				WriteWait: WaitStats{Count: 500, P99: 0.04}, Scenarios: []RunResult{func() RunResult { r := run(20, 2000, 0); r.Action = "post_show"; return r }()}},
+				WriteWait: WaitStats{Count: 500, P99: 0.04}, Scenarios: []RunResult{func() RunResult { r := withCost(run(20, 2000, 0), 150, 38.25); r.Action = "post_show"; return r }()}},
 		},
 		PointRead: &PointReadResult{Setup: "naive", Levels: []PointReadLevel{
 			{Concurrency: 1, Ceiling: run(1, 8000, 0), Read: run(1, 6000, 0)},
 			{Concurrency: 5, Ceiling: run(5, 16000, 0), Read: run(5, 10000, 0)},
 		}},
 	}
+}
+
+// withCost gives a run the server's cost: CPU µs per successful request
+// and resident MiB.
+func withCost(r RunResult, micros, mib float64) RunResult {
+	r.Server = &ServerCost{CPUSeconds: micros * float64(r.Successes) / 1e6, CPUMicrosPerOK: micros, RSSMiB: mib, PeakRSSMiB: mib + 1}
+	return r
 }
 
 func TestReportFormats(t *testing.T) {
@@ -122,6 +131,10 @@ func TestReportFormats(t *testing.T) {
 		"| 1 | 8000 | 6000 | 75.0 % | 0 |", "| 14603 |", "| 5 | 16000 | 10000 | 62.5 % | 0 |", "| 21028 |",
 		"![Successful req/s per setup: balanced at c=20](throughput.svg)", "(latency-split.svg)", "(timeline-throughput.svg)", "(sweep-errors.svg)",
 		"- naive: loremnews serve --profile naive",
+		// The server's cost: per run, the mean of the runs, per scenario;
+		// "–" where it was not measured (results written before it was).
+		"| 90.0 ms | – | – |", "| 90.0 ms | 400 µs | 40.0 MiB |", "| 90.0 ms | 600 µs | 50.0 MiB |", "| **90.0 ms** | **500 µs** | **45.0 MiB** |",
+		"| 90.0 ms | 150 µs | 38.2 MiB |", "Server CPU/req: the server process's user and system CPU time",
 	} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q\n%s", want, md.String())
@@ -147,6 +160,10 @@ func TestReportFormats(t *testing.T) {
 	var back Report
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Setups) != 2 || back.Setups[0].Runs[1].SuccessesPerSec != 1200 {
 		t.Fatalf("json round trip: %v", err)
+	}
+	if c := back.Setups[1].Runs[0].Server; c == nil || c.CPUMicrosPerOK != 400 || c.RSSMiB != 40 || back.Setups[0].Runs[0].Server != nil ||
+		!strings.Contains(js.String(), `"cpu_us_per_ok": 400`) {
+		t.Fatalf("json round trip of the server's cost: %+v", c)
 	}
 	for name, out := range map[string]string{"markdown": md.String(), "html": h, "json": js.String()} {
 		for _, machine := range []string{"/home/someone", "/tmp/loremnews-bench", "/work/checkout"} {
@@ -240,12 +257,16 @@ func TestExecuteEndToEnd(t *testing.T) {
 			if s.Error != "" || len(s.Runs) != 1 || s.Runs[0].Requests == 0 || s.Runs[0].Failures != 0 || len(s.Sweep) != 2 || s.WriteWait.Count == 0 {
 				t.Fatalf("%s: error %q, runs %+v, sweep %d, write waits %v\n%s", s.Setup.Name, s.Error, s.Runs, len(s.Sweep), s.WriteWait.Count, log.String())
 			}
+			if c := s.Runs[0].Server; c == nil || c.CPUMicrosPerOK <= 0 || c.RSSMiB <= 0 {
+				t.Errorf("%s: server cost %+v", s.Setup.Name, c)
+			}
 		}
 		if rep.Postgres == nil || !strings.HasPrefix(rep.Postgres.Settings["server_version"], "1") || rep.Postgres.Settings["synchronous_commit"] != "on" {
 			t.Fatalf("PostgreSQL info %+v", rep.Postgres)
 		}
 		var md bytes.Buffer
-		if err := rep.WriteMarkdown(&md); err != nil || !strings.Contains(md.String(), "## PostgreSQL server") || !strings.Contains(md.String(), "| shared_buffers |") {
+		if err := rep.WriteMarkdown(&md); err != nil || !strings.Contains(md.String(), "## PostgreSQL server") || !strings.Contains(md.String(), "| shared_buffers |") ||
+			!strings.Contains(md.String(), "the PostgreSQL server's own CPU and memory are not included") {
 			t.Fatalf("markdown lacks the PostgreSQL settings:\n%s", md.String())
 		}
 	})
@@ -266,6 +287,11 @@ func checkExecute(t *testing.T, cfg Config, log *bytes.Buffer) {
 		if s.WriteWait.Count == 0 {
 			t.Errorf("%s: no write waits scraped", s.Setup.Name)
 		}
+		for _, r := range append(append(slices.Clone(s.Runs), s.Sweep...), s.Scenarios...) {
+			if c := r.Server; c == nil || c.CPUSeconds <= 0 || c.CPUMicrosPerOK <= 0 || c.RSSMiB <= 0 || c.PeakRSSMiB < c.RSSMiB {
+				t.Errorf("%s: %s@%d: server cost %+v, want CPU and memory", s.Setup.Name, r.Action, r.Concurrency, c)
+			}
+		}
 		if !strings.HasPrefix(s.SQLite, "3.") {
 			t.Errorf("%s: sqlite version %q", s.Setup.Name, s.SQLite)
 		}
@@ -275,6 +301,9 @@ func checkExecute(t *testing.T, cfg Config, log *bytes.Buffer) {
 	}
 	if rep.Ceiling == nil || rep.Ceiling.Requests == 0 || rep.Ceiling.Failures != 0 {
 		t.Errorf("ceiling %+v", rep.Ceiling)
+	}
+	if !regexp.MustCompile(`split: run 1: \d+ successful req/s, .*; server \d+ µs CPU/req, [\d.]+ MiB RSS`).MatchString(log.String()) {
+		t.Errorf("the progress lines lack the server's cost:\n%s", log.String())
 	}
 	if rep.Machine.Cores == 0 || rep.Finished.Before(rep.Started) {
 		t.Errorf("machine %+v", rep.Machine)
@@ -298,6 +327,20 @@ func TestReadReport(t *testing.T) {
 	rep.WriteMarkdown(&md)
 	if !strings.Contains(md.String(), "| naive | 1 | 1000 |") {
 		t.Fatalf("re-rendered markdown:\n%s", md.String())
+	}
+	// Results written before the server's cost was measured render as
+	// they did: no cost columns.
+	old := strings.NewReplacer(`"server": {`, `"not_measured": {`).Replace(js.String())
+	if err := os.WriteFile(filepath.Join(dir, "old.json"), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = ReadReport(filepath.Join(dir, "old.json")); err != nil || rep.Setups[1].Runs[0].Server != nil {
+		t.Fatalf("read back results without the server's cost: %v", err)
+	}
+	md.Reset()
+	rep.WriteMarkdown(&md)
+	if strings.Contains(md.String(), "server CPU/req") || !strings.Contains(md.String(), "| split | 1 | 800 | 20.0 % | 0 | 20.0 ms | 15.0 ms | 30.0 ms | 50.0 ms | 70.0 ms | 90.0 ms |\n") {
+		t.Fatalf("results without the server's cost:\n%s", md.String())
 	}
 	if _, err := ReadReport(filepath.Join(dir, "missing.json")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing file: %v, want fs.ErrNotExist", err)

@@ -110,10 +110,28 @@ func (r *Report) intro() []string {
 
 func (r *Report) tables() (out []table) {
 	c := r.Config
-	results := table{Title: "Results", Head: []string{"setup", "run", "successful req/s", "% of ceiling", "failed", "avg", "p50", "p90", "p99", "p99.9", "slowest"}}
+	// The server's cost shows where it was measured: not in results
+	// written before it was.
+	withCost := r.hasServerCost()
+	costHead := func(head ...string) []string {
+		if withCost {
+			head = append(head, "server CPU/req", "server RSS")
+		}
+		return head
+	}
+	costCells := func(cpuPerOK, rss float64) []string {
+		if !withCost {
+			return nil
+		}
+		return []string{fmtMicros(cpuPerOK), fmtMiB(rss)}
+	}
+	results := table{Title: "Results", Head: costHead("setup", "run", "successful req/s", "% of ceiling", "failed", "avg", "p50", "p90", "p99", "p99.9", "slowest")}
 	if r.Ceiling != nil {
 		results.Note = fmt.Sprintf("Ceiling: the same binary's POST /benchmarking/ceiling (no database, no template), same generator and concurrency, in this run: %.0f req/s, p50 %s, p99 %s.",
 			r.Ceiling.OKPerSec(), fmtSeconds(r.Ceiling.Percentile(50)), fmtSeconds(r.Ceiling.Percentile(99)))
+	}
+	if withCost {
+		results.Note = strings.TrimSpace(results.Note + " " + r.costNote())
 	}
 	for _, s := range r.Setups {
 		if s.Error != "" && len(s.Runs) == 0 {
@@ -129,6 +147,7 @@ func (r *Report) tables() (out []table) {
 			for _, col := range runColumns {
 				cells = append(cells, fmtSeconds(col.value(run)))
 			}
+			cells = append(cells, costCells(run.CPUPerOK(), run.RSS())...)
 			results.Rows = append(results.Rows, tableRow{Cells: cells})
 		}
 		rps, lat, nonOK := meanRun(s.Runs)
@@ -136,6 +155,7 @@ func (r *Report) tables() (out []table) {
 		for _, v := range lat {
 			cells = append(cells, fmtSeconds(v))
 		}
+		cells = append(cells, costCells(meanOf(s.Runs, RunResult.CPUPerOK), meanOf(s.Runs, RunResult.RSS))...)
 		results.Rows = append(results.Rows, tableRow{Cells: cells, Bold: true})
 	}
 
@@ -159,16 +179,19 @@ func (r *Report) tables() (out []table) {
 	if len(c.Scenarios) > 0 {
 		sc := table{Title: "Scenarios", Note: fmt.Sprintf("One run of %s each, each on a freshly seeded database and server. post_destroy and comment_destroy stop after "+
 			"deleting half the seeded posts (or comments), so the table never runs out.", c.Duration),
-			Head: []string{"setup", "action", "c", "successful req/s", "% of ceiling", "failed", "p50", "p99", "p99.9", "slowest"}}
+			Head: costHead("setup", "action", "c", "successful req/s", "% of ceiling", "failed", "p50", "p99", "p99.9", "slowest")}
+		if withCost {
+			sc.Note += " " + r.costNote()
+		}
 		for _, s := range r.Setups {
 			for i, run := range s.Scenarios {
 				name := ""
 				if i == 0 {
 					name = s.Setup.Name
 				}
-				sc.Rows = append(sc.Rows, tableRow{Cells: []string{name, run.Action, fmt.Sprint(run.Concurrency), fmt.Sprintf("%.0f", run.OKPerSec()),
+				sc.Rows = append(sc.Rows, tableRow{Cells: append([]string{name, run.Action, fmt.Sprint(run.Concurrency), fmt.Sprintf("%.0f", run.OKPerSec()),
 					r.ofCeiling(run.OKPerSec()), statusSummary(run), fmtSeconds(run.Percentile(50)), fmtSeconds(run.Percentile(99)), fmtSeconds(run.Percentile(99.9)),
-					fmtSeconds(orNaN(run.measured(), run.Slowest))}})
+					fmtSeconds(orNaN(run.measured(), run.Slowest))}, costCells(run.CPUPerOK(), run.RSS())...)})
 			}
 		}
 		out = append(out, sc)
@@ -218,6 +241,43 @@ func (r *Report) tables() (out []table) {
 		out = append(out, tb)
 	}
 	return out
+}
+
+// costNote explains the server cost columns.
+func (r *Report) costNote() string {
+	note := "Server CPU/req: the server process's user and system CPU time during the run (from /proc/PID/stat) divided by its successful requests (so the CPU failed requests took counts too); " +
+		"server RSS: its resident memory at the end of the run (VmRSS; the peak since start, VmHWM, is in results.json). The load generator's CPU is not included."
+	if r.Postgres != nil {
+		note += " For PostgreSQL setups only the loremnews server process is measured: the PostgreSQL server's own CPU and memory are not included."
+	}
+	return note
+}
+
+// hasServerCost reports whether any run of the main runs or the scenarios
+// measured the server's cost.
+func (r *Report) hasServerCost() bool {
+	for _, s := range r.Setups {
+		for _, run := range append(slices.Clone(s.Runs), s.Scenarios...) {
+			if run.Server != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// meanOf averages value over the runs that have it; NaN if none has.
+func meanOf(runs []RunResult, value func(RunResult) float64) float64 {
+	sum, n := 0.0, 0
+	for _, r := range runs {
+		if v := value(r); !math.IsNaN(v) {
+			sum, n = sum+v, n+1
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
 }
 
 // ofCeiling shows rps as a percentage of the ceiling, if measured.

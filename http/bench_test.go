@@ -7,8 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/loremnews/loremnews"
 	lnhttp "github.com/loremnews/loremnews/http"
-	"github.com/loremnews/loremnews/sqlite"
 )
 
 // Go benchmarks of the web layer on the full seed (100 users, 1,000 posts),
@@ -19,11 +19,11 @@ import (
 //	benchstat old.txt new.txt
 
 // benchSite is the full seed behind the real handler, benchmarking on.
-func benchSite(b *testing.B) (*sqlite.DB, http.Handler) {
+func benchSite(b *testing.B) (loremnews.Database, http.Handler) {
 	b.Helper()
 	s := newTestSite(b, sqliteBackend, siteOptions{benchmarking: true, users: 100, posts: 1000})
 	s.srv.Close() // requests go straight to the handler
-	return s.db.(*sqlite.DB), s.srv.Config.Handler
+	return s.db, s.srv.Config.Handler
 }
 
 // BenchmarkActions serves each benchmarking action as the load generator

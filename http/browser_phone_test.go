@@ -39,9 +39,7 @@ func testBrowserPhone(t *testing.T, be backend) {
 
 	b := startBrowser(t, chromium)
 	bctx, step := b.ctx, b.step
-	if err := chromedp.Do(bctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
+	step("emulate a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
 	eval := func(expr string) string {
 		t.Helper()
 		sctx, scancel := context.WithTimeout(bctx, 30*time.Second)

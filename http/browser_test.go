@@ -37,11 +37,17 @@ type headless struct {
 	ctx context.Context
 }
 
-// startBrowser prepares Chromium at path with the options every browser
-// test shares, plus extra. The browser itself starts with the first action
-// on b.ctx, whose context must not time out (that would stop the browser);
-// step bounds each later action instead.
+// browserLifetime bounds a test's whole Chromium, its start included: the
+// first action on a chromedp context starts the browser and ties the
+// browser's life to that action's context, so the start cannot have a
+// deadline shorter than the browser's life. step bounds each later action.
+const browserLifetime = 3 * time.Minute
+
+// startBrowser starts Chromium at path with the options every browser test
+// shares, plus extra; a browser that does not start within a minute fails
+// the test.
 func startBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption) *headless {
+	t.Helper()
 	opts := append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
@@ -53,9 +59,23 @@ func startBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOpti
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("no-first-run", true),
 	}, extra...)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	life, cancelLife := context.WithTimeout(context.Background(), browserLifetime)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(life, opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
+	t.Cleanup(func() { cancel(); cancelAlloc(); cancelLife() })
+	// No action: only the start, given a minute before the browser's life
+	// is cut short.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(ctx) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatalf("start chromium: %v", err)
+		}
+	case <-time.After(time.Minute):
+		cancelLife()
+		t.Fatalf("Chromium did not start within a minute: %v", <-started)
+	}
 	return &headless{t: t, ctx: ctx}
 }
 
@@ -91,9 +111,7 @@ func testBrowserJourney(t *testing.T, be backend) {
 		}
 		return s
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(site.srv.URL+"/signin")); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
+	step("open sign-in", chromedp.Navigate(site.srv.URL+"/signin"))
 
 	step("sign in",
 		chromedp.SendKeys("#screen-name", user.ScreenName),
@@ -131,7 +149,9 @@ func testBrowserJourney(t *testing.T, be backend) {
 		t.Fatalf("comment count says %q", got)
 	}
 
-	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+	defer scancel()
+	shot, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/loremnews/loremnews"
 	lnhttp "github.com/loremnews/loremnews/http"
 	"github.com/loremnews/loremnews/internal/testenv"
-	"github.com/loremnews/loremnews/postgres"
 	"github.com/loremnews/loremnews/sqlite"
 )
 
@@ -253,14 +252,16 @@ func testMaxInFlight(t *testing.T, be backend) {
 	}
 }
 
-// writersWaiting is how many writes are queued (SQLite) or hold a pooled
-// connection (PostgreSQL) now.
+// writersWaiting is how many writes wait in the writer queue (SQLite) or,
+// where writes do not queue (PostgreSQL), how many connections are in use now.
 func writersWaiting(db loremnews.Database) int {
-	switch db := db.(type) {
-	case *sqlite.DB:
-		return db.Stats().Writer.Depth
-	case *postgres.DB:
-		return int(db.Stats().AcquiredConn)
+	s := db.DatabaseStats()
+	if s.WriterQueue != nil {
+		return s.WriterQueue.Depth
 	}
-	panic("unknown database")
+	inUse := 0
+	for _, p := range s.Pools {
+		inUse += p.InUse
+	}
+	return inUse
 }

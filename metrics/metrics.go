@@ -5,15 +5,12 @@
 package metrics
 
 import (
-	"database/sql"
 	"net/http"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/loremnews/loremnews"
-	"github.com/loremnews/loremnews/postgres"
-	"github.com/loremnews/loremnews/sqlite"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -25,7 +22,13 @@ type Metrics struct {
 	reg             *prometheus.Registry
 	requestDuration *prometheus.HistogramVec
 	writeWait       prometheus.Histogram
-	db              atomic.Value // loremnews.Database: *sqlite.DB or *postgres.DB
+	db              atomic.Pointer[StatsReporter]
+}
+
+// StatsReporter is a database that reports its own counters and gauges at
+// each scrape; both stores do (loremnews.Database.DatabaseStats).
+type StatsReporter interface {
+	DatabaseStats() loremnews.DatabaseStats
 }
 
 // WriteWaitBuckets span 10 µs to 10 s, about 1.6× apart, so percentiles
@@ -53,7 +56,7 @@ func New() *Metrics {
 }
 
 // Watch makes the database's counters part of every scrape.
-func (m *Metrics) Watch(db loremnews.Database) { m.db.Store(db) }
+func (m *Metrics) Watch(db StatsReporter) { m.db.Store(&db) }
 
 // ObserveWriteWait records one write's wait (sqlite.Config.OnWriteWait).
 func (m *Metrics) ObserveWriteWait(d time.Duration) { m.writeWait.Observe(d.Seconds()) }
@@ -95,37 +98,33 @@ func (c dbCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c dbCollector) Collect(ch chan<- prometheus.Metric) {
-	switch db := c.m.db.Load().(type) {
-	case *sqlite.DB:
-		collectSQLite(ch, db.Stats())
-	case *postgres.DB:
-		s := db.Stats()
-		ch <- prometheus.MustNewConstMetric(descProfile, prometheus.GaugeValue, 1, "postgres")
-		ch <- prometheus.MustNewConstMetric(descPGRetries, prometheus.CounterValue, float64(s.Retries))
-		ch <- prometheus.MustNewConstMetric(descPGDeadlocks, prometheus.CounterValue, float64(s.Deadlocks))
-		ch <- prometheus.MustNewConstMetric(descPoolOpen, prometheus.GaugeValue, float64(s.TotalConns), "postgres")
-		ch <- prometheus.MustNewConstMetric(descPoolInUse, prometheus.GaugeValue, float64(s.AcquiredConn), "postgres")
-		ch <- prometheus.MustNewConstMetric(descPoolWaits, prometheus.CounterValue, float64(s.EmptyAcquire), "postgres")
-		ch <- prometheus.MustNewConstMetric(descPoolWaitSec, prometheus.CounterValue, s.EmptyAcquireWait.Seconds(), "postgres")
+	db := c.m.db.Load()
+	if db == nil {
+		return
 	}
-}
-
-func collectSQLite(ch chan<- prometheus.Metric, s sqlite.Stats) {
-	ch <- prometheus.MustNewConstMetric(descProfile, prometheus.GaugeValue, 1, string(s.Profile))
-	ch <- prometheus.MustNewConstMetric(descBusyRetries, prometheus.CounterValue, float64(s.BusyRetries))
-	ch <- prometheus.MustNewConstMetric(descBusyErrors, prometheus.CounterValue, float64(s.BusyErrors))
-	ch <- prometheus.MustNewConstMetric(descQueueDepth, prometheus.GaugeValue, float64(s.Writer.Depth))
-	ch <- prometheus.MustNewConstMetric(descQueueMax, prometheus.GaugeValue, float64(s.Writer.MaxDepth))
-	ch <- prometheus.MustNewConstMetric(descQueueTurns, prometheus.CounterValue, float64(s.Writer.Acquired))
-	ch <- prometheus.MustNewConstMetric(descQueueLeft, prometheus.CounterValue, float64(s.Writer.Abandoned))
-	pools := map[string]sql.DBStats{"write": s.WritePool, "read": s.ReadPool}
-	if s.SharedPool {
-		pools = map[string]sql.DBStats{"shared": s.WritePool}
+	s := (*db).DatabaseStats()
+	metric := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
 	}
-	for name, p := range pools {
-		ch <- prometheus.MustNewConstMetric(descPoolOpen, prometheus.GaugeValue, float64(p.OpenConnections), name)
-		ch <- prometheus.MustNewConstMetric(descPoolInUse, prometheus.GaugeValue, float64(p.InUse), name)
-		ch <- prometheus.MustNewConstMetric(descPoolWaits, prometheus.CounterValue, float64(p.WaitCount), name)
-		ch <- prometheus.MustNewConstMetric(descPoolWaitSec, prometheus.CounterValue, p.WaitDuration.Seconds(), name)
+	metric(descProfile, prometheus.GaugeValue, 1, s.Setup)
+	if l := s.Lock; l != nil {
+		metric(descBusyRetries, prometheus.CounterValue, float64(l.BusyRetries))
+		metric(descBusyErrors, prometheus.CounterValue, float64(l.BusyErrors))
+	}
+	if q := s.WriterQueue; q != nil {
+		metric(descQueueDepth, prometheus.GaugeValue, float64(q.Depth))
+		metric(descQueueMax, prometheus.GaugeValue, float64(q.MaxDepth))
+		metric(descQueueTurns, prometheus.CounterValue, float64(q.Turns))
+		metric(descQueueLeft, prometheus.CounterValue, float64(q.Abandoned))
+	}
+	if r := s.Restarts; r != nil {
+		metric(descPGRetries, prometheus.CounterValue, float64(r.Retries))
+		metric(descPGDeadlocks, prometheus.CounterValue, float64(r.Deadlocks))
+	}
+	for _, p := range s.Pools {
+		metric(descPoolOpen, prometheus.GaugeValue, float64(p.Open), p.Name)
+		metric(descPoolInUse, prometheus.GaugeValue, float64(p.InUse), p.Name)
+		metric(descPoolWaits, prometheus.CounterValue, float64(p.Waits), p.Name)
+		metric(descPoolWaitSec, prometheus.CounterValue, p.WaitTime.Seconds(), p.Name)
 	}
 }

@@ -53,9 +53,17 @@ const maxAttempts = 20
 // or errRetry. Every write holds row locks in the order described in the
 // package comment, so deadlocks should not happen; the retry is a safety net.
 func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
-	start := time.Now()
+	// The write's wait, for /metrics, is its first attempt's: from asking
+	// to write until BEGIN returned (or the wait for a connection failed).
+	start, observed := time.Now(), false
+	waited := func() {
+		if !observed && db.onWriteWait != nil {
+			db.onWriteWait(time.Since(start))
+		}
+		observed = true
+	}
 	for attempt := 1; ; attempt++ {
-		err := db.writeOnce(ctx, start, attempt == 1, fn)
+		err := db.writeOnce(ctx, waited, fn)
 		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
 			if errors.Is(err, errRetry) {
 				err = loremnews.Errorf(loremnews.EUNAVAILABLE, "The site is too busy right now. Please try again.")
@@ -77,16 +85,16 @@ func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx)
 	}
 }
 
-func (db *DB) writeOnce(ctx context.Context, start time.Time, observe bool, fn func(ctx context.Context, tx pgx.Tx) error) error {
+// writeOnce is one attempt of write. It calls waited once the wait for a
+// pooled connection and BEGIN is over, whether or not they succeeded.
+func (db *DB) writeOnce(ctx context.Context, waited func(), fn func(ctx context.Context, tx pgx.Tx) error) error {
 	// The wait for a pooled connection is bounded like the SQLite writer
 	// queue's wait for a turn; the transaction itself is not.
 	actx, cancel := context.WithTimeout(ctx, db.writerTimeout)
 	conn, err := db.pool.Acquire(actx)
 	cancel()
 	if err != nil {
-		if observe && db.onWriteWait != nil {
-			db.onWriteWait(time.Since(start))
-		}
+		waited()
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			return loremnews.Errorf(loremnews.EUNAVAILABLE, "The site is too busy right now. Please try again.")
 		}
@@ -94,9 +102,7 @@ func (db *DB) writeOnce(ctx context.Context, start time.Time, observe bool, fn f
 	}
 	defer conn.Release()
 	tx, err := conn.Begin(ctx)
-	if observe && db.onWriteWait != nil {
-		db.onWriteWait(time.Since(start))
-	}
+	waited()
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

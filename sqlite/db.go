@@ -242,6 +242,26 @@ func (db *DB) Stats() Stats {
 	return s
 }
 
+// DatabaseStats reports the counters in the store-neutral form /metrics reads.
+func (db *DB) DatabaseStats() loremnews.DatabaseStats {
+	s := db.Stats()
+	out := loremnews.DatabaseStats{
+		Setup: string(s.Profile),
+		Lock:  &loremnews.LockStats{BusyRetries: s.BusyRetries, BusyErrors: s.BusyErrors},
+		WriterQueue: &loremnews.WriterQueueStats{Depth: s.Writer.Depth, MaxDepth: s.Writer.MaxDepth,
+			Turns: s.Writer.Acquired, Abandoned: s.Writer.Abandoned},
+	}
+	pool := func(name string, p sql.DBStats) loremnews.PoolStats {
+		return loremnews.PoolStats{Name: name, Open: p.OpenConnections, InUse: p.InUse, Waits: p.WaitCount, WaitTime: p.WaitDuration}
+	}
+	if s.SharedPool {
+		out.Pools = []loremnews.PoolStats{pool("shared", s.WritePool)}
+	} else {
+		out.Pools = []loremnews.PoolStats{pool("write", s.WritePool), pool("read", s.ReadPool)}
+	}
+	return out
+}
+
 // prepareDir makes sure the database's directory exists and the path is not
 // a directory, so the error names the real problem rather than SQLite's
 // generic "unable to open database file".

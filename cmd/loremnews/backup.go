@@ -18,7 +18,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				"snapshot, compacted). The copy is then checked: integrity, foreign keys and counter caches.", stdout)
 	)
 	d.registerDB(fs)
-	fs.StringVar(&to, "to", "", "the backup file to create (must not exist)")
+	fs.StringVar(&to, "to", "", "the backup `FILE` to create (must not exist)")
 	fs.twin("to", "LOREM_BACKUP_TO")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -35,12 +35,11 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if _, err := os.Stat(to); err == nil {
 		return &usageError{msg: fmt.Sprintf("--to %s already exists; choose a new file", to), cmd: fs.Name()}
 	}
-	opened, err := d.open(ctx)
+	db, err := d.openSQLite(ctx)
 	if err != nil {
 		return err
 	}
-	defer opened.Close()
-	db := opened.(*sqlite.DB)
+	defer db.Close()
 	took, err := db.Backup(ctx, to)
 	if err != nil {
 		return err

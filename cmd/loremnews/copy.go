@@ -24,9 +24,9 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				"move for good. The target is loaded in one transaction, checked (foreign keys, counter caches)\n"+
 				"and compared with the source. A database is sqlite:FILE (or a plain path) or a PostgreSQL URL.", stdout)
 	)
-	fs.StringVar(&from, "from", "", "database to copy from: sqlite:FILE, FILE, or postgres://…")
+	fs.StringVar(&from, "from", "", "`DB` to copy from: sqlite:FILE, FILE, or postgres://…")
 	fs.twin("from", "LOREM_COPY_FROM")
-	fs.StringVar(&to, "to", "", "database to copy into (created and migrated if needed): sqlite:FILE, FILE, or postgres://…")
+	fs.StringVar(&to, "to", "", "`DB` to copy into (created and migrated if needed): sqlite:FILE, FILE, or postgres://…")
 	fs.twin("to", "LOREM_COPY_TO")
 	fs.BoolVar(&replace, "replace", false, "replace the target's data if it has any (otherwise a target with users is refused)")
 	fs.twin("replace", "LOREM_COPY_REPLACE")

@@ -35,7 +35,7 @@ const (
 // write in bulk, where the connection setup decides the outcome.
 func (d *dbFlags) register(fs *flagSet) {
 	d.registerDB(fs)
-	fs.StringVar(&d.profile, "profile", string(sqlite.ProfileSplit), "connection setup: "+strings.Join(sqlite.ProfileNames(), ", "))
+	fs.StringVar(&d.profile, "profile", string(sqlite.ProfileSplit), "connection setup `NAME`: "+strings.Join(sqlite.ProfileNames(), ", "))
 	fs.twin("profile", "LOREM_PROFILE")
 	fs.IntVar(&d.readConns, "read-conns", 0, "size of the read pool (shared pool in single-pool profiles); 0 = max(4, 2×GOMAXPROCS)")
 	fs.twin("read-conns", "LOREM_READ_CONNS")
@@ -43,7 +43,7 @@ func (d *dbFlags) register(fs *flagSet) {
 	fs.twin("writer-timeout", "LOREM_WRITER_TIMEOUT")
 	fs.IntVar(&d.pgMaxConns, "pg-max-conns", 0, "PostgreSQL only: connection pool size; 0 = max(4, 4×GOMAXPROCS)")
 	fs.twin("pg-max-conns", "LOREM_PG_MAX_CONNS")
-	fs.StringVar(&d.pgSyncCommit, "pg-synchronous-commit", "", "PostgreSQL only: synchronous_commit for this app (on, off, local, remote_write, remote_apply); empty = the server's setting")
+	fs.StringVar(&d.pgSyncCommit, "pg-synchronous-commit", "", "PostgreSQL only: synchronous_commit `MODE` for this app (on, off, local, remote_write, remote_apply); empty = the server's setting")
 	fs.twin("pg-synchronous-commit", "LOREM_PG_SYNCHRONOUS_COMMIT")
 }
 
@@ -97,6 +97,16 @@ func (d *dbFlags) open(ctx context.Context) (loremnews.Database, error) {
 			OnWriteWait:       d.onWriteWait,
 		})
 	}
+	db, err := d.openSQLite(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// openSQLite opens the SQLite file --db names, for the commands that work
+// on a SQLite file alone (backup).
+func (d *dbFlags) openSQLite(ctx context.Context) (*sqlite.DB, error) {
 	return sqlite.Open(ctx, sqlite.Config{
 		DSN:           d.dsn,
 		Profile:       sqlite.Profile(d.profile),

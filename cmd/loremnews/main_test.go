@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -39,8 +38,6 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
-
-var listenRe = regexp.MustCompile(`listening on (http://\S+)`)
 
 // TestServeEndToEnd runs the real program's run function: serve on port 0
 // with a fresh database seeded on start, answer /up, the pages and a
@@ -169,6 +166,14 @@ func TestUsageErrors(t *testing.T) {
 		"bare seconds env":  {args: []string{"load", "http://127.0.0.1:1/"}, env: map[string]string{"LOREM_LOAD_DURATION": "3"}, want: "did you mean 3s?"},
 		"no scheme":         {args: []string{"load", "-n", "1", "127.0.0.1:8080/"}, want: "did you mean http://127.0.0.1:8080/?"},
 		"no scheme, host":   {args: []string{"load", "-n", "1", "localhost:8080/"}, want: "did you mean http://localhost:8080/?"},
+		"bench setup":       {args: []string{"bench", "--setups", "split,turbo"}, want: `unknown setup "turbo" in --setups`},
+		"bench target":      {args: []string{"bench", "--targets", "mysql"}, want: `unknown target "mysql" in --targets`},
+		"bench action":      {args: []string{"bench", "--action", "post_craete"}, want: `--action: unknown benchmarking action "post_craete"`},
+		"bench scenario":    {args: []string{"bench", "--scenarios", "balanced@many"}, want: `bad --scenarios entry "balanced@many"`},
+		"bench sweep level": {args: []string{"bench", "--sweep", "--sweep-levels", "1,0"}, want: `bad --sweep-levels entry "0"`},
+		"bench point read":  {args: []string{"bench", "--point-read", "1,x"}, want: `bad --point-read entry "x"`},
+		"bench compare":     {args: []string{"bench", "--compare", "before"}, want: `bad --compare entry "before": want NAME=PATH`},
+		"bench postgres":    {args: []string{"bench", "--postgres", "mysql://x"}, want: `--postgres "mysql://x" is not a postgres:// URL`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for k, v := range tc.env {
@@ -261,6 +266,16 @@ func TestUsageErrors(t *testing.T) {
 		for _, cmd := range []string{"migrate", "backup"} {
 			if h := help(cmd); !strings.Contains(h, "--db PATH") || strings.Contains(h, "--read-conns") || strings.Contains(h, "--profile") {
 				t.Errorf("%s --help should show --db and no pool tuning:\n%s", cmd, h)
+			}
+		}
+		// Every flag that takes a value names it: --db PATH, not --db string
+		// or a generic VALUE.
+		for _, cmd := range commandNames() {
+			for _, line := range strings.Split(help(cmd), "\n") {
+				if f := strings.Fields(line); strings.HasPrefix(line, "  -") && len(f) >= 2 && !strings.HasPrefix(f[1], "[$") &&
+					(f[1] != strings.ToUpper(f[1]) || f[1] == "VALUE" || f[1] == "STRING") {
+					t.Errorf("%s --help: %q names no value", cmd, strings.TrimSpace(line))
+				}
 			}
 		}
 		for _, noise := range []string{"(default 0s)", "(default 0)", "(default false)", "\n  --c ", "\n  -db "} {

@@ -1,8 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"io"
+	"context"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loremnews/loremnews/internal/serveproc"
 )
 
 // Helpers for tests that run the real binary as its own process: crashes,
@@ -48,71 +49,32 @@ func binary(t *testing.T) string {
 
 // serverProc is a running `loremnews serve`.
 type serverProc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	url    string
-	stderr *syncBuffer
-	exited chan error
+	t *testing.T
+	*serveproc.Process
+	stderr *syncBuffer // its standard output and error
 }
 
 // startServer runs `loremnews serve --addr 127.0.0.1:0 --db db args…` and
 // waits until /up answers; the process is killed when the test ends.
 func startServer(t *testing.T, db string, args ...string) *serverProc {
 	t.Helper()
-	cmd := exec.Command(binary(t), append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--log-level", "warn"}, args...)...)
-	p := &serverProc{t: t, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1)}
-	cmd.Stderr = p.stderr
-	stdout, err := cmd.StdoutPipe()
+	out := &syncBuffer{}
+	p, err := serveproc.Start(context.Background(), binary(t), append([]string{"--db", db, "--log-level", "warn"}, args...), out)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); <-p.exited })
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := listenRe.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
-	go func() { p.exited <- cmd.Wait(); close(p.exited) }()
-	select {
-	case p.url = <-found:
-	case err := <-p.exited:
-		t.Fatalf("server exited at start: %v\n%s", err, p.stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("server did not start\n%s", p.stderr.String())
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if resp, err := http.Get(p.url + "/up"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server never answered /up\n%s", p.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	t.Cleanup(p.Kill)
+	return &serverProc{t: t, Process: p, stderr: out}
 }
 
 // signal sends sig and waits for the process to exit, at most within.
 func (p *serverProc) signal(sig syscall.Signal, within time.Duration) (exitCode int, took time.Duration) {
 	p.t.Helper()
 	start := time.Now()
-	p.cmd.Process.Signal(sig)
-	select {
-	case <-p.exited:
-	case <-time.After(within):
-		p.t.Fatalf("server did not exit within %s of %v\n%s", within, sig, p.stderr.String())
+	if err := p.Signal(sig, within); err != nil {
+		p.t.Fatalf("%v\n%s", err, p.stderr.String())
 	}
-	return p.cmd.ProcessState.ExitCode(), time.Since(start)
+	return p.ExitCode(), time.Since(start)
 }
 
 // seedFile seeds a fresh database file with the real binary.

@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -47,6 +47,22 @@ func openDB(t *testing.T, dsn string) loremnews.Database {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// counts opens a SQLite file apart and counts its users, posts and
+// comments.
+func counts(t *testing.T, path string) [3]int {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), sqlite.Config{DSN: path})
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	defer db.Close()
+	c, err := db.CheckConsistency(context.Background())
+	if err != nil {
+		t.Fatalf("count %s: %v", path, err)
+	}
+	return [3]int{c.Users, c.Posts, c.Comments}
 }
 
 // eachBackend runs test on a fresh SQLite file and on a fresh PostgreSQL
@@ -96,7 +112,7 @@ func testCrashKeepsAcknowledgedWrites(t *testing.T, dbPath string) {
 					return
 				default:
 				}
-				resp, err := client.Post(srv.url+"/benchmarking/post_create", "", nil)
+				resp, err := client.Post(srv.URL+"/benchmarking/post_create", "", nil)
 				if err != nil {
 					return // the server is gone
 				}
@@ -181,10 +197,12 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	defer cancel()
 	done := make(chan *load.Result, 1)
 	go func() {
-		res, _ := load.Run(ctx, load.Config{URL: srv.url + "/benchmarking/write_heavy", Method: "POST", Concurrency: 16, Duration: 4 * time.Second, Timeout: 5 * time.Second})
+		res, _ := load.Run(ctx, load.Config{URL: srv.URL + "/benchmarking/write_heavy", Method: "POST", Concurrency: 16, Duration: 4 * time.Second, Timeout: 5 * time.Second})
 		done <- res
 	}()
-	time.Sleep(1500 * time.Millisecond)
+	// SIGTERM once the server is busy writing, however long a slow machine
+	// takes to get there.
+	testenv.WaitFor(t, time.Minute, "the server to answer 100 writes before SIGTERM", func() bool { return srv.writes() >= 100 })
 	code, took := srv.signal(syscall.SIGTERM, 15*time.Second)
 	res := <-done
 	if code != 0 {
@@ -232,7 +250,7 @@ func testTwoProcessesOneDatabase(t *testing.T, dbPath string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := load.Run(context.Background(), load.Config{URL: srv.url + "/benchmarking/write_heavy", Method: "POST", Concurrency: 32, Duration: 3 * time.Second})
+			res, err := load.Run(context.Background(), load.Config{URL: srv.URL + "/benchmarking/write_heavy", Method: "POST", Concurrency: 32, Duration: 3 * time.Second})
 			if err != nil {
 				t.Error(err)
 			}
@@ -263,16 +281,29 @@ func testTwoProcessesOneDatabase(t *testing.T, dbPath string) {
 }
 
 func busyRetries(t *testing.T, srv *serverProc) string {
-	resp, err := http.Get(srv.url + "/metrics")
+	return srv.metric(`loremnews_(?:sqlite_busy|postgres_write)_retries_total`)
+}
+
+// metric returns the value of the server's metric whose name (and labels)
+// match pattern, "?" if it has none or cannot be reached.
+func (p *serverProc) metric(pattern string) string {
+	resp, err := http.Get(p.URL + "/metrics")
 	if err != nil {
 		return "?"
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if m := regexp.MustCompile(`(?m)^loremnews_(?:sqlite_busy|postgres_write)_retries_total (\S+)$`).FindSubmatch(body); m != nil {
+	if m := regexp.MustCompile(`(?m)^` + pattern + ` (\S+)$`).FindSubmatch(body); m != nil {
 		return string(m[1])
 	}
 	return "?"
+}
+
+// writes is how many writes the server has begun (each one's wait is
+// counted in loremnews_write_wait_seconds), 0 if it cannot say.
+func (p *serverProc) writes() float64 {
+	n, _ := strconv.ParseFloat(p.metric(`loremnews_write_wait_seconds_count`), 64)
+	return n
 }
 
 // TestBackupUnderLoad: `loremnews backup` while a server is writing gives
@@ -286,10 +317,11 @@ func TestBackupUnderLoad(t *testing.T) {
 	defer cancel()
 	done := make(chan *load.Result, 1)
 	go func() {
-		res, _ := load.Run(ctx, load.Config{URL: srv.url + "/benchmarking/write_heavy", Method: "POST", Concurrency: 16, Duration: 3 * time.Second})
+		res, _ := load.Run(ctx, load.Config{URL: srv.URL + "/benchmarking/write_heavy", Method: "POST", Concurrency: 16, Duration: 3 * time.Second})
 		done <- res
 	}()
-	time.Sleep(500 * time.Millisecond)
+	before := srv.writes()
+	testenv.WaitFor(t, time.Minute, "the server to answer 50 writes before the backup", func() bool { return srv.writes() >= before+50 })
 	copyPath := filepath.Join(dir, "copy.sqlite3")
 	var out bytes.Buffer
 	start := time.Now()
@@ -342,23 +374,44 @@ func TestLitestreamReplicaRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ls.Process.Kill()
-	time.Sleep(500 * time.Millisecond)
-	res, err := load.Run(context.Background(), load.Config{URL: srv.url + "/benchmarking/write_heavy", Method: "POST", Concurrency: 8, Duration: 2 * time.Second})
+	replicaDir := strings.TrimPrefix(replica, "file://")
+	testenv.WaitFor(t, time.Minute, "Litestream's first snapshot of the live database", func() bool {
+		snapshots, _ := filepath.Glob(filepath.Join(replicaDir, "generations", "*", "snapshots", "*"))
+		return len(snapshots) > 0
+	})
+	res, err := load.Run(context.Background(), load.Config{URL: srv.URL + "/benchmarking/write_heavy", Method: "POST", Concurrency: 8, Duration: 2 * time.Second})
 	if err != nil || res.Failures != 0 {
 		t.Fatalf("load: %v %v %v", err, res.StatusCodes, res.Errors)
 	}
 	srv.signal(syscall.SIGTERM, 15*time.Second)
-	time.Sleep(1500 * time.Millisecond) // Litestream syncs every second
+	live := mustConsistent(t, dbPath)
+
+	// Litestream syncs every second: restore until the replica holds the
+	// live data, each attempt into a file of its own.
+	var restored, lastTry string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last restore: %s\nreplicate log:\n%s", lastTry, lsLog.String())
+		}
+	}()
+	attempt := 0
+	testenv.WaitFor(t, time.Minute, "the replica to hold the live data", func() bool {
+		attempt++
+		path := filepath.Join(dir, fmt.Sprintf("restored-%d.sqlite3", attempt))
+		out, err := exec.Command(litestream, "restore", "-o", path, replica).CombinedOutput()
+		if err != nil {
+			lastTry = fmt.Sprintf("%v: %s", err, out)
+		} else if got := counts(t, path); got != [3]int{live.Users, live.Posts, live.Comments} {
+			lastTry = fmt.Sprintf("users, posts, comments %v, live %+v", got, live)
+		} else {
+			restored = path
+			return true
+		}
+		time.Sleep(200 * time.Millisecond) // each try restores the whole replica: no need to hurry
+		return false
+	})
 	ls.Process.Signal(syscall.SIGTERM)
 	ls.Wait()
-
-	restored := filepath.Join(dir, "restored.sqlite3")
-	if out, err := exec.Command(litestream, "restore", "-o", restored, replica).CombinedOutput(); err != nil {
-		t.Fatalf("restore: %v\n%s\nreplicate log:\n%s", err, out, lsLog.String())
-	}
-	live, got := mustConsistent(t, dbPath), mustConsistent(t, restored)
-	if live.Users != got.Users || live.Posts != got.Posts || live.Comments != got.Comments {
-		t.Fatalf("restored %+v, live %+v", got, live)
-	}
+	got := mustConsistent(t, restored)
 	t.Logf("Litestream: %d requests replicated; restored %d users, %d posts, %d comments, consistent", res.Requests, got.Users, got.Posts, got.Comments)
 }

@@ -16,125 +16,146 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
+// serveCommand is a parsed `loremnews serve` command line.
+type serveCommand struct {
+	db              dbFlags
+	seed            seedFlags
+	seedIfEmpty     bool
+	addr            string
+	logLevel        slog.Level
+	site            lnhttp.Config // the handler's settings; the logger, metrics, profiler and benchmarks are added by run
+	benchmarking    bool
+	metrics         bool
+	metricsAddr     string // serve /metrics here alone; empty: on the site's address
+	pprof           bool
+	gcPercent       int
+	shutdownTimeout time.Duration
+}
+
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseServeFlags(args, stdout)
+	if err != nil {
+		return err
+	}
+	return c.run(ctx, stdout, stderr)
+}
+
+// parseServeFlags reads the command line (and the flags' environment
+// twins) into a serveCommand; any mistake is a usage error.
+func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	var (
-		d                dbFlags
-		s                seedFlags
-		addr             string
-		benchmarking     bool
+		c                serveCommand
 		allowRemoteBench bool
-		seedIfEmpty      bool
-		secureCookies    bool
-		bcryptCost       int
 		logLevel         string
-		withMetrics      bool
-		metricsAddr      string
-		withPprof        bool
 		trustedProxies   string
-		sessionIdle      time.Duration
-		sessionLifetime  time.Duration
 		secretKey        string
-		gcPercent        int
-		maxInFlight      int
-		gzip             bool
-		shutdownTimeout  time.Duration
 		fs               = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH|postgres://…] [--profile NAME] [--benchmarking] [--seed-if-empty]",
 			"Serve Lorem News. The database is created and migrated on start.", stdout)
 	)
-	d.register(fs)
-	s.register(fs)
-	fs.StringVar(&addr, "addr", "127.0.0.1:3000", "`HOST:PORT` address to listen on (port 0 picks a free port)")
+	c.db.register(fs)
+	c.seed.register(fs)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:3000", "`HOST:PORT` address to listen on (port 0 picks a free port)")
 	fs.twin("addr", "LOREM_ADDR")
-	fs.BoolVar(&benchmarking, "benchmarking", false, "enable POST /benchmarking/{action} (creates and deletes data at random: never on a real site)")
+	fs.BoolVar(&c.benchmarking, "benchmarking", false, "enable POST /benchmarking/{action} (creates and deletes data at random: never on a real site)")
 	fs.twin("benchmarking", "LOREM_BENCHMARKING")
 	fs.BoolVar(&allowRemoteBench, "allow-remote-benchmarking", false, "allow --benchmarking on an address other than loopback")
 	fs.twin("allow-remote-benchmarking", "LOREM_ALLOW_REMOTE_BENCHMARKING")
-	fs.BoolVar(&seedIfEmpty, "seed-if-empty", false, "load the demo data set (see seed --help) when the database has no users")
+	fs.BoolVar(&c.seedIfEmpty, "seed-if-empty", false, "load the demo data set (see seed --help) when the database has no users")
 	fs.twin("seed-if-empty", "LOREM_SEED_IF_EMPTY")
-	fs.BoolVar(&secureCookies, "secure-cookies", false, "mark cookies Secure (set when served over HTTPS, e.g. behind a TLS proxy)")
+	fs.BoolVar(&c.site.SecureCookies, "secure-cookies", false, "mark cookies Secure (set when served over HTTPS, e.g. behind a TLS proxy)")
 	fs.twin("secure-cookies", "LOREM_SECURE_COOKIES")
-	fs.IntVar(&bcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost for new passwords (4–31)")
+	fs.IntVar(&c.site.BcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost for new passwords (4–31)")
 	fs.twin("bcrypt-cost", "LOREM_BCRYPT_COST")
-	fs.StringVar(&logLevel, "log-level", "info", "log level: debug (every request), info, warn, error")
+	fs.StringVar(&logLevel, "log-level", "info", "log `LEVEL`: debug (every request), info, warn, error")
 	fs.twin("log-level", "LOREM_LOG_LEVEL")
-	fs.BoolVar(&withMetrics, "metrics", true, "serve Prometheus metrics (request latency by route, writer waits, pool use) at GET /metrics,\n      to this machine only: loopback clients that came without a proxy (see --metrics-addr)")
+	fs.BoolVar(&c.metrics, "metrics", true, "serve Prometheus metrics (request latency by route, writer waits, pool use) at GET /metrics,\n      to this machine only: loopback clients that came without a proxy (see --metrics-addr)")
 	fs.twin("metrics", "LOREM_METRICS")
-	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve /metrics on this address instead, alone (e.g. 127.0.0.1:9100, or a private interface for a scraper elsewhere)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `HOST:PORT` instead, alone (e.g. 127.0.0.1:9100, or a private interface for a scraper elsewhere)")
 	fs.twin("metrics-addr", "LOREM_METRICS_ADDR")
-	fs.StringVar(&trustedProxies, "trusted-proxies", "", "reverse proxies whose X-Forwarded-For is believed, as CIDR prefixes or addresses (127.0.0.1,10.0.0.0/8);\n      from other peers the header is ignored. Sign-in limits count by the client address this gives")
+	fs.StringVar(&trustedProxies, "trusted-proxies", "", "reverse proxies whose X-Forwarded-For is believed, `CIDR,...` prefixes or addresses (127.0.0.1,10.0.0.0/8);\n      from other peers the header is ignored. Sign-in limits count by the client address this gives")
 	fs.twin("trusted-proxies", "LOREM_TRUSTED_PROXIES")
-	fs.DurationVar(&sessionIdle, "session-idle", 14*24*time.Hour, "a session unused this long is signed out on the server")
+	fs.DurationVar(&c.site.SessionIdle, "session-idle", 14*24*time.Hour, "a session unused this long is signed out on the server")
 	fs.twin("session-idle", "LOREM_SESSION_IDLE")
-	fs.DurationVar(&sessionLifetime, "session-lifetime", 30*24*time.Hour, "a session is signed out this long after sign-in, however active")
+	fs.DurationVar(&c.site.SessionLifetime, "session-lifetime", 30*24*time.Hour, "a session is signed out this long after sign-in, however active")
 	fs.twin("session-lifetime", "LOREM_SESSION_LIFETIME")
-	fs.StringVar(&secretKey, "secret-key", "", "key (32+ characters) that signs CSRF tokens and device cookies; every process of one site needs the same.\n      Empty: random per process, so a restart makes open forms ask for a reload. Prefer the environment variable")
+	fs.StringVar(&secretKey, "secret-key", "", "`KEY` (32+ characters) that signs CSRF tokens and device cookies; every process of one site needs the same.\n      Empty: random per process, so a restart makes open forms ask for a reload. Prefer the environment variable")
 	fs.twin("secret-key", "LOREM_SECRET_KEY")
-	fs.BoolVar(&withPprof, "pprof", false, "serve Go's profiler at /debug/pprof/ (loopback addresses only)")
+	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ (loopback addresses only)")
 	fs.twin("pprof", "LOREM_PPROF")
-	fs.IntVar(&gcPercent, "gc-percent", 400, "Go GC target (GOGC): heap growth between collections, in %; the server's live heap is small, so collecting 4× less often buys CPU for requests")
+	fs.IntVar(&c.gcPercent, "gc-percent", 400, "Go GC target (GOGC): heap growth between collections, in %; the server's live heap is small, so collecting 4× less often buys CPU for requests")
 	fs.twin("gc-percent", "LOREM_GC_PERCENT")
-	fs.IntVar(&maxInFlight, "max-in-flight", 0, "requests worked on at once, the rest wait their turn (0: no limit)")
+	fs.IntVar(&c.site.MaxInFlight, "max-in-flight", 0, "requests worked on at once, the rest wait their turn (0: no limit)")
 	fs.twin("max-in-flight", "LOREM_MAX_IN_FLIGHT")
-	fs.BoolVar(&gzip, "gzip", false, "gzip HTML, CSS and text for clients that accept it (off: leave it to a reverse proxy; see README, Compression)")
+	fs.BoolVar(&c.site.Gzip, "gzip", false, "gzip HTML, CSS and text for clients that accept it (off: leave it to a reverse proxy; see README, Compression)")
 	fs.twin("gzip", "LOREM_GZIP")
-	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, how long requests in flight may take to finish")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, how long requests in flight may take to finish")
 	fs.twin("shutdown-timeout", "LOREM_SHUTDOWN_TIMEOUT")
 	if err := fs.parse(args); err != nil {
-		return err
+		return c, err
 	}
-	if err := d.validate(fs); err != nil {
-		return err
+	if err := c.db.validate(fs); err != nil {
+		return c, err
 	}
-	if err := s.validate(fs); err != nil {
-		return err
+	if err := c.seed.validate(fs); err != nil {
+		return c, err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		return &usageError{msg: fmt.Sprintf("invalid --log-level %q (want debug, info, warn or error)", logLevel), cmd: fs.Name()}
+	usage := func(format string, args ...any) error {
+		return &usageError{msg: fmt.Sprintf(format, args...), cmd: fs.Name()}
 	}
-	if bcryptCost < bcrypt.MinCost || bcryptCost > bcrypt.MaxCost {
-		return &usageError{msg: fmt.Sprintf("--bcrypt-cost must be between %d and %d", bcrypt.MinCost, bcrypt.MaxCost), cmd: fs.Name()}
+	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
+		return c, usage("invalid --log-level %q (want debug, info, warn or error)", logLevel)
 	}
-	host, _, err := net.SplitHostPort(addr)
+	if c.site.BcryptCost < bcrypt.MinCost || c.site.BcryptCost > bcrypt.MaxCost {
+		return c, usage("--bcrypt-cost must be between %d and %d", bcrypt.MinCost, bcrypt.MaxCost)
+	}
+	host, _, err := net.SplitHostPort(c.addr)
 	if err != nil {
-		return &usageError{msg: fmt.Sprintf("invalid --addr %q: %v", addr, err), cmd: fs.Name()}
+		return c, usage("invalid --addr %q: %v", c.addr, err)
 	}
-	if benchmarking && !allowRemoteBench && !isLoopback(host) {
-		return &usageError{msg: fmt.Sprintf("--benchmarking on %s would let anyone who can reach it delete data; bind to 127.0.0.1 or add --allow-remote-benchmarking", addr), cmd: fs.Name()}
+	if c.benchmarking && !allowRemoteBench && !isLoopback(host) {
+		return c, usage("--benchmarking on %s would let anyone who can reach it delete data; bind to 127.0.0.1 or add --allow-remote-benchmarking", c.addr)
 	}
-	if withPprof && !isLoopback(host) {
-		return &usageError{msg: "--pprof is only allowed on a loopback --addr", cmd: fs.Name()}
+	if c.pprof && !isLoopback(host) {
+		return c, usage("--pprof is only allowed on a loopback --addr")
 	}
-	proxies, err := lnhttp.ParseTrustedProxies(trustedProxies)
-	if err != nil {
-		return &usageError{msg: fmt.Sprintf("invalid --trusted-proxies: %v", err), cmd: fs.Name()}
+	if c.site.TrustedProxies, err = lnhttp.ParseTrustedProxies(trustedProxies); err != nil {
+		return c, usage("invalid --trusted-proxies: %v", err)
 	}
-	if sessionIdle <= 0 || sessionLifetime <= 0 {
-		return &usageError{msg: "--session-idle and --session-lifetime must be positive", cmd: fs.Name()}
+	if c.site.SessionIdle <= 0 || c.site.SessionLifetime <= 0 {
+		return c, usage("--session-idle and --session-lifetime must be positive")
 	}
 	if secretKey != "" && len(secretKey) < 32 {
-		return &usageError{msg: "--secret-key must be at least 32 characters (e.g. openssl rand -hex 32)", cmd: fs.Name()}
+		return c, usage("--secret-key must be at least 32 characters (e.g. openssl rand -hex 32)")
 	}
-	if metricsAddr != "" {
-		if !withMetrics {
-			return &usageError{msg: "--metrics-addr needs --metrics", cmd: fs.Name()}
+	c.site.SecretKey = []byte(secretKey)
+	if c.metricsAddr != "" {
+		if !c.metrics {
+			return c, usage("--metrics-addr needs --metrics")
 		}
-		if _, _, err := net.SplitHostPort(metricsAddr); err != nil {
-			return &usageError{msg: fmt.Sprintf("invalid --metrics-addr %q: %v", metricsAddr, err), cmd: fs.Name()}
+		if _, _, err := net.SplitHostPort(c.metricsAddr); err != nil {
+			return c, usage("invalid --metrics-addr %q: %v", c.metricsAddr, err)
 		}
 	}
-	if gcPercent < -1 || gcPercent == 0 {
-		return &usageError{msg: "--gc-percent must be positive (or -1 to turn the collector off)", cmd: fs.Name()}
+	if c.gcPercent < -1 || c.gcPercent == 0 {
+		return c, usage("--gc-percent must be positive (or -1 to turn the collector off)")
 	}
-	debug.SetGCPercent(gcPercent)
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return c, nil
+}
+
+// run opens (and if asked seeds) the database and serves the site until ctx
+// ends, then finishes the requests in flight.
+func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
+	debug.SetGCPercent(c.gcPercent)
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	site := c.site
+	site.Logger = log
 
 	var m *metrics.Metrics
-	if withMetrics {
+	if c.metrics {
 		m = metrics.New()
-		d.onWriteWait = m.ObserveWriteWait
+		c.db.onWriteWait = m.ObserveWriteWait
 	}
-	db, err := d.open(ctx)
+	db, err := c.db.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -143,75 +164,53 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			log.Error("close database", "err", err)
 		}
 	}()
-	if seedIfEmpty {
+	if c.seedIfEmpty {
 		empty, err := db.Empty(ctx)
 		if err != nil {
 			return err
 		}
 		if empty {
-			if err := s.load(ctx, db, stdout); err != nil {
+			if err := c.seed.load(ctx, db, stdout); err != nil {
 				return err
 			}
 		}
 	}
-
-	cfg := lnhttp.Config{
-		SecureCookies:   secureCookies,
-		BcryptCost:      bcryptCost,
-		Logger:          log,
-		MaxInFlight:     maxInFlight,
-		TrustedProxies:  proxies,
-		SessionIdle:     sessionIdle,
-		SessionLifetime: sessionLifetime,
-		SecretKey:       []byte(secretKey),
-		Gzip:            gzip,
-	}
-	if benchmarking {
-		cfg.Benchmark = db.Benchmark()
+	if c.benchmarking {
+		site.Benchmark = db.Benchmark()
 	}
 	if m != nil {
 		m.Watch(db)
-		cfg.Observer = m
-		if metricsAddr == "" {
-			cfg.Metrics = m.Handler()
+		site.Observer = m
+		if c.metricsAddr == "" {
+			site.Metrics = m.Handler()
 		}
 	}
-	if withPprof {
-		cfg.Profiler = pprofHandler()
+	if c.pprof {
+		site.Profiler = pprofHandler()
 	}
-	handler, err := lnhttp.NewHandler(db, cfg)
+	handler, err := lnhttp.NewHandler(db, site)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return fmt.Errorf("listen on %s: %w", c.addr, err)
 	}
 	srv := lnhttp.NewServer(handler)
 	var metricsSrv *lnhttp.Server
-	if metricsAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", m.Handler())
-		mln, err := net.Listen("tcp", metricsAddr)
-		if err != nil {
+	if c.metricsAddr != "" {
+		if metricsSrv, err = serveMetricsAlone(c.metricsAddr, m, log, stdout); err != nil {
 			ln.Close()
-			return fmt.Errorf("listen on --metrics-addr %s: %w", metricsAddr, err)
+			return err
 		}
-		metricsSrv = lnhttp.NewServer(mux)
-		go func() {
-			if err := metricsSrv.Serve(mln); err != nil {
-				log.Error("metrics server", "err", err)
-			}
-		}()
-		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", mln.Addr())
 	}
-	if len(secretKey) == 0 {
+	if len(site.SecretKey) == 0 {
 		log.Info("no --secret-key: CSRF tokens and device cookies are signed with a random key for this process only")
 	}
 	purgeCtx, stopPurge := context.WithCancel(ctx)
 	defer stopPurge()
 	go purgeExpiredSessions(purgeCtx, db, handler.SessionLimits(), log)
-	if benchmarking {
+	if c.benchmarking {
 		log.Warn("benchmarking endpoints are ON: POST /benchmarking/{action} creates and deletes data at random without signing in")
 	}
 	fmt.Fprintf(stdout, "Lorem News listening on http://%s (%s, database %s)\n", ln.Addr(), db.Describe(), db.Name())
@@ -223,8 +222,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: finishing requests in flight", "timeout", shutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	log.Info("shutting down: finishing requests in flight", "timeout", c.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
 	if metricsSrv != nil {
 		defer metricsSrv.Shutdown(sctx)
@@ -233,6 +232,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return <-serveErr
+}
+
+// serveMetricsAlone serves m's /metrics on addr, apart from the site.
+func serveMetricsAlone(addr string, m *metrics.Metrics, log *slog.Logger, stdout io.Writer) (*lnhttp.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on --metrics-addr %s: %w", addr, err)
+	}
+	srv := lnhttp.NewServer(mux)
+	go func() {
+		if err := srv.Serve(ln); err != nil {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", ln.Addr())
+	return srv, nil
 }
 
 // sessionPurgeEvery is how often serve deletes expired session rows. They

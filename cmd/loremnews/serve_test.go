@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/serveproc"
 	"github.com/loremnews/loremnews/sqlite"
 )
 
@@ -40,8 +42,8 @@ func waitListening(t *testing.T, stdout, stderr *syncBuffer, done <-chan error) 
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if m := listenRe.FindStringSubmatch(stdout.String()); m != nil {
-			return m[1]
+		if url, ok := serveproc.ListeningURL(stdout.String()); ok {
+			return url
 		}
 		select {
 		case err := <-done:
@@ -137,5 +139,20 @@ func TestMetricsAddr(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "loremnews_") {
 		t.Fatalf("GET %s = %d\n%.500s", m[1], resp.StatusCode, body)
+	}
+}
+
+// TestParseServeFlags: the command line and the environment become the
+// server's config, the site's settings among them; nothing is opened.
+func TestParseServeFlags(t *testing.T) {
+	t.Setenv("LOREM_SECRET_KEY", strings.Repeat("k", 32))
+	c, err := parseServeFlags([]string{"--addr", "127.0.0.1:0", "--benchmarking", "--trusted-proxies", "10.0.0.0/8", "--log-level", "warn",
+		"--max-in-flight", "8", "--metrics-addr", "127.0.0.1:9100", "--profile", "naive"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.benchmarking || len(c.site.TrustedProxies) != 1 || c.site.MaxInFlight != 8 || string(c.site.SecretKey) != strings.Repeat("k", 32) ||
+		c.logLevel != slog.LevelWarn || c.metricsAddr != "127.0.0.1:9100" || !c.metrics || c.db.profile != "naive" || c.shutdownTimeout != 10*time.Second {
+		t.Errorf("%+v", c)
 	}
 }

@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// serverActions stands for the list the server accepts (http.BenchmarkActions).
+var serverActions = []string{"post_create", "comment_create", "post_destroy", "comment_destroy", "post_show", "posts_index", "user_show",
+	"read_heavy", "write_heavy", "balanced", "point_read"}
+
+func TestParseSetups(t *testing.T) {
+	setups, err := ParseSetups("naive, split,postgres", "/bin/loremnews")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(setups) != 3 || setups[0].Profile != "naive" || !strings.Contains(setups[0].Note, "step 00") || setups[1].Name != "split" ||
+		!setups[2].Postgres || setups[2].Profile != "" || setups[2].Binary != "/bin/loremnews" {
+		t.Errorf("%+v", setups)
+	}
+	if _, err := ParseSetups("split,turbo", "x"); err == nil || !strings.Contains(err.Error(), `unknown setup "turbo" in --setups (want some of naive,`) {
+		t.Errorf("unknown profile: %v", err)
+	}
+}
+
+func TestParseTargets(t *testing.T) {
+	setups, err := ParseTargets("sqlite,postgres,postgres-async", "bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(setups) != 3 || setups[0].Profile != "split" || setups[0].Postgres || !setups[1].Postgres ||
+		!slices.Equal(setups[2].ServeArgs, []string{"--pg-synchronous-commit", "off"}) {
+		t.Errorf("%+v", setups)
+	}
+	if _, err := ParseTargets("sqlite,mysql", "bin"); err == nil || !strings.Contains(err.Error(), `unknown target "mysql"`) {
+		t.Errorf("unknown target: %v", err)
+	}
+}
+
+func TestCompareAndPlainSetups(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "loremnews-old")
+	if err := os.WriteFile(old, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	first := Setup{Name: "split", Binary: "bin/loremnews", Profile: "split", ServeArgs: []string{"--gzip"}}
+	others, err := CompareSetups(first, "before="+old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(others) != 1 || others[0].Name != "before" || others[0].Binary != old || others[0].Profile != "split" ||
+		!slices.Equal(others[0].ServeArgs, first.ServeArgs) || !strings.Contains(others[0].Note, "loremnews-old") {
+		t.Errorf("%+v", others)
+	}
+	for list, want := range map[string]string{
+		"before":                        `bad --compare entry "before": want NAME=PATH`,
+		"=" + old:                       "want NAME=PATH",
+		"x=" + filepath.Join(dir, "no"): "--compare x: stat",
+	} {
+		if _, err := CompareSetups(first, list); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", list, err, want)
+		}
+	}
+	plain, err := PlainSetup(old)
+	if err != nil || plain.Name != "split-plain" || plain.Profile != "split" || !filepath.IsAbs(plain.Binary) {
+		t.Errorf("%+v, %v", plain, err)
+	}
+	if _, err := PlainSetup(filepath.Join(dir, "no")); err == nil || !strings.HasPrefix(err.Error(), "--plain-binary: ") {
+		t.Errorf("missing plain binary: %v", err)
+	}
+}
+
+func TestParseLevels(t *testing.T) {
+	if got, err := ParseLevels(" 1, 5,,10 ", "--point-read"); err != nil || !slices.Equal(got, []int{1, 5, 10}) {
+		t.Errorf("%v, %v", got, err)
+	}
+	if got, err := ParseLevels("", "--point-read"); err != nil || got != nil {
+		t.Errorf("empty: %v, %v", got, err)
+	}
+	for _, bad := range []string{"1,0", "1,-2", "1,x"} {
+		if _, err := ParseLevels(bad, "--sweep-levels"); err == nil || !strings.Contains(err.Error(), "bad --sweep-levels entry") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+func TestParseScenarios(t *testing.T) {
+	got, err := ParseScenarios("balanced@256, post_create@20,", 5, serverActions)
+	if err != nil || !slices.Equal(got, []Scenario{{"balanced", 256}, {"post_create", 20}}) {
+		t.Errorf("%v, %v", got, err)
+	}
+	// "actions": each single action at c, then two mixes at 256; neither
+	// the other mix nor the trivial read.
+	got, err = ParseScenarios("actions", 5, serverActions)
+	want := []Scenario{{"post_create", 5}, {"comment_create", 5}, {"post_destroy", 5}, {"comment_destroy", 5}, {"post_show", 5},
+		{"posts_index", 5}, {"user_show", 5}, {"balanced", 256}, {"write_heavy", 256}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("actions: %v, %v", got, err)
+	}
+	for list, wantErr := range map[string]string{
+		"balanced":       `bad --scenarios entry "balanced" (want ACTION@CONCURRENCY)`,
+		"balanced@0":     `bad --scenarios entry "balanced@0"`,
+		"@4":             `bad --scenarios entry "@4"`,
+		"post_craete@20": `--scenarios post_craete@20: unknown benchmarking action "post_craete" (want one of post_create,`,
+	} {
+		if _, err := ParseScenarios(list, 5, serverActions); err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%q: %v, want %q", list, err, wantErr)
+		}
+	}
+	if err := CheckAction("ceiling", serverActions); err != nil {
+		t.Errorf("the ceiling: %v", err)
+	}
+}

@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// What the server process itself spends on a run, read from Linux's /proc:
+// throughput alone hides a setup that buys its requests/sec with more CPU
+// or memory. Only the loremnews process is measured; a PostgreSQL server's
+// own processes are not.
+
+// clockTicksPerSec is Linux's USER_HZ, the unit of utime and stime in
+// /proc/PID/stat (`getconf CLK_TCK`). It is part of the kernel's ABI and
+// 100 on every architecture Go builds this program for.
+const clockTicksPerSec = 100
+
+// ServerCost is what the server process spent during one load run.
+type ServerCost struct {
+	// CPUSeconds is the process's user plus system CPU time during the run.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// CPUMicrosPerOK is CPUSeconds per successful request, in µs; 0 if no
+	// request succeeded.
+	CPUMicrosPerOK float64 `json:"cpu_us_per_ok"`
+	// RSSMiB is the process's resident memory (VmRSS) at the end of the run.
+	RSSMiB float64 `json:"rss_mib"`
+	// PeakRSSMiB is its high-water mark (VmHWM) since it started.
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+}
+
+// procCPU returns the process's user plus system CPU time so far.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("bench: server CPU time: %w", err)
+	}
+	return parseProcStat(string(b))
+}
+
+// parseProcStat reads utime and stime (fields 14 and 15, in clock ticks)
+// from a /proc/PID/stat line. The command name (field 2) is in parentheses
+// and may itself hold spaces and parentheses, so fields are counted from
+// the last ')'.
+func parseProcStat(stat string) (time.Duration, error) {
+	end := strings.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("bench: /proc stat %q: no command name", truncateLine(stat, 60))
+	}
+	fields := strings.Fields(stat[end+1:]) // fields[0] is field 3, the state
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("bench: /proc stat: %d fields after the command name, want at least 13", len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("bench: /proc stat: CPU time %q is not a tick count", f)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicksPerSec, nil
+}
+
+// procMemory returns the process's resident memory now and its peak, in KiB.
+func procMemory(pid int) (rssKiB, peakKiB int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench: server memory: %w", err)
+	}
+	return parseProcStatus(string(b))
+}
+
+// parseProcStatus reads VmRSS and VmHWM ("VmRSS:	   12345 kB") from
+// /proc/PID/status.
+func parseProcStatus(status string) (rssKiB, peakKiB int64, err error) {
+	found := map[string]*int64{"VmRSS": &rssKiB, "VmHWM": &peakKiB}
+	seen := 0
+	for _, line := range strings.Split(status, "\n") {
+		key, value, ok := strings.Cut(line, ":")
+		dst := found[key]
+		if !ok || dst == nil {
+			continue
+		}
+		f := strings.Fields(value)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, 0, fmt.Errorf("bench: /proc status: %s %q, want a size in kB", key, strings.TrimSpace(value))
+		}
+		if *dst, err = strconv.ParseInt(f[0], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("bench: /proc status: %s %q, want a size in kB", key, strings.TrimSpace(value))
+		}
+		seen++
+	}
+	if seen != len(found) {
+		return 0, 0, fmt.Errorf("bench: /proc status lacks VmRSS or VmHWM")
+	}
+	return rssKiB, peakKiB, nil
+}
+
+// serverCost combines the CPU time read before and after a run, and the
+// memory read after it, for a run with ok successful requests.
+func serverCost(cpuBefore, cpuAfter time.Duration, rssKiB, peakKiB, ok int64) *ServerCost {
+	c := &ServerCost{CPUSeconds: (cpuAfter - cpuBefore).Seconds(), RSSMiB: float64(rssKiB) / 1024, PeakRSSMiB: float64(peakKiB) / 1024}
+	if ok > 0 {
+		c.CPUMicrosPerOK = c.CPUSeconds * 1e6 / float64(ok)
+	}
+	return c
+}
+
+// CPUPerOK is the server's CPU time per successful request in seconds, NaN
+// if not measured (results written before it was) or nothing succeeded.
+func (r RunResult) CPUPerOK() float64 {
+	if r.Server == nil || r.Server.CPUMicrosPerOK <= 0 {
+		return math.NaN()
+	}
+	return r.Server.CPUMicrosPerOK / 1e6
+}
+
+// RSS is the server's resident memory at the end of the run in MiB, NaN if
+// not measured.
+func (r RunResult) RSS() float64 {
+	if r.Server == nil || r.Server.RSSMiB <= 0 {
+		return math.NaN()
+	}
+	return r.Server.RSSMiB
+}
+
+// progress is the run in one line for the command's progress output:
+// throughput, latency, failures and what the server spent.
+func (r RunResult) progress() string {
+	line := fmt.Sprintf("%.0f successful req/s, p99 %s, slowest %s, %d failed", r.OKPerSec(),
+		fmtSeconds(r.Percentile(99)), fmtSeconds(orNaN(r.measured(), r.Slowest)), r.Failures)
+	if r.Server != nil {
+		line += fmt.Sprintf("; server %s CPU/req, %s RSS", fmtMicros(r.CPUPerOK()), fmtMiB(r.RSS()))
+	}
+	return line
+}
+
+// fmtMicros shows a CPU time per request in µs, "–" if unknown.
+func fmtMicros(s float64) string {
+	if math.IsNaN(s) {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f µs", s*1e6)
+}
+
+// fmtMiB shows a memory size in MiB, "–" if unknown.
+func fmtMiB(m float64) string {
+	if math.IsNaN(m) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f MiB", m)
+}
