@@ -27,7 +27,15 @@ type Setup struct {
 	// Postgres runs the setup on PostgreSQL (Config.PostgresURL's server)
 	// instead of a SQLite file; Profile does not apply.
 	Postgres bool `json:"postgres,omitempty"`
+	// Scale multiplies Config's users and posts for this setup's data set
+	// (0 and 1: as configured), so one report can show how the cost grows
+	// with the data.
+	Scale int `json:"scale,omitempty"`
 }
+
+// users and posts are the size of the setup's data set.
+func (s Setup) users(cfg Config) int { return cfg.Users * max(s.Scale, 1) }
+func (s Setup) posts(cfg Config) int { return cfg.Posts * max(s.Scale, 1) }
 
 // Config is the experiment.
 type Config struct {
@@ -324,7 +332,7 @@ func runSetup(ctx context.Context, cfg Config, s Setup) *SetupResult {
 func runScenarios(ctx context.Context, cfg Config, s Setup, res *SetupResult) {
 	for _, sc := range cfg.Scenarios {
 		err := withFreshServer(ctx, cfg, s, s.Name+"-"+sc.Action, func(srv *server) error {
-			r, err := srv.runLoad(ctx, sc.Action, sc.Concurrency, cfg.Duration, scenarioCap(cfg, sc.Action))
+			r, err := srv.runLoad(ctx, sc.Action, sc.Concurrency, cfg.Duration, scenarioCap(s.posts(cfg), sc.Action))
 			if err != nil {
 				return err
 			}
@@ -341,12 +349,12 @@ func runScenarios(ctx context.Context, cfg Config, s Setup, res *SetupResult) {
 
 // scenarioCap limits the destroy-only scenarios to half the rows seeded, so
 // the table never runs out (a pick from an empty table is a 404 by design).
-func scenarioCap(cfg Config, action string) int {
+func scenarioCap(posts int, action string) int {
 	switch action {
 	case "post_destroy":
-		return cfg.Posts / 2
+		return posts / 2
 	case "comment_destroy":
-		return cfg.Posts * 5 / 2 // at least 5 comments per post
+		return posts * 5 / 2 // at least 5 comments per post
 	}
 	return 0
 }

@@ -101,6 +101,28 @@ func CompareSetups(first Setup, list string) ([]Setup, error) {
 	return setups, nil
 }
 
+// ScaledSetups is each setup again on data sets scales times larger (the
+// list "1,100": each setup as it is, then again on 100 times the users and
+// posts), named "NAME ×100".
+func ScaledSetups(setups []Setup, list string) ([]Setup, error) {
+	scales, err := ParseLevels(list, "--scales")
+	if err != nil {
+		return nil, err
+	}
+	var out []Setup
+	for _, k := range scales {
+		for _, s := range setups {
+			if k > 1 {
+				s.Name = fmt.Sprintf("%s ×%d", s.Name, k)
+				s.Scale = k
+				s.Note = strings.TrimSpace(s.Note + fmt.Sprintf(" On %d times the data set.", k))
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
 // ParseLevels turns a list of concurrencies ("1,5,10") into numbers, each
 // at least 1; empty entries are skipped. flag names the list in errors.
 func ParseLevels(list, flag string) ([]int, error) {

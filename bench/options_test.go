@@ -114,3 +114,28 @@ func TestParseScenarios(t *testing.T) {
 		t.Errorf("the ceiling: %v", err)
 	}
 }
+
+func TestScaledSetups(t *testing.T) {
+	setups := []Setup{{Name: "split", Profile: "split"}, {Name: "before", Profile: "split", Note: "Another build."}}
+	got, err := ScaledSetups(setups, "1,100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range got {
+		names = append(names, s.Name)
+	}
+	if want := []string{"split", "before", "split ×100", "before ×100"}; !slices.Equal(names, want) {
+		t.Fatalf("names %q, want %q", names, want)
+	}
+	cfg := Config{Users: 100, Posts: 1000}
+	if s := got[0]; s.users(cfg) != 100 || s.posts(cfg) != 1000 {
+		t.Fatalf("unscaled setup seeds %d users, %d posts", s.users(cfg), s.posts(cfg))
+	}
+	if s := got[3]; s.users(cfg) != 10_000 || s.posts(cfg) != 100_000 || s.Note != "Another build. On 100 times the data set." {
+		t.Fatalf("scaled setup %+v seeds %d users, %d posts", s, s.users(cfg), s.posts(cfg))
+	}
+	if _, err := ScaledSetups(setups, "1,x"); err == nil || !strings.Contains(err.Error(), "--scales") {
+		t.Fatalf("bad list: %v", err)
+	}
+}

@@ -25,7 +25,7 @@ type server struct {
 // seedDatabase builds a fresh database with the setup's own binary (so a
 // binary built without compile-time options also seeds with its own SQLite).
 func seedDatabase(ctx context.Context, s Setup, dbPath string, cfg Config) error {
-	args := []string{"seed", "--db", dbPath, "--seed", fmt.Sprint(cfg.Seed), "--users", fmt.Sprint(cfg.Users), "--posts", fmt.Sprint(cfg.Posts)}
+	args := []string{"seed", "--db", dbPath, "--seed", fmt.Sprint(cfg.Seed), "--users", fmt.Sprint(s.users(cfg)), "--posts", fmt.Sprint(s.posts(cfg))}
 	out, err := exec.CommandContext(ctx, s.Binary, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("bench: seed %s: %v: %s", dbPath, err, strings.TrimSpace(string(out)))

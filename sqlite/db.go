@@ -51,9 +51,10 @@ type DB struct {
 	path          string
 	profile       Profile
 	spec          profileSpec
-	readDB        *sql.DB // reads: the read-only pool, or the shared pool
-	writeDB       *sql.DB // write transactions: one connection, or the shared pool
-	writer        *writer // where the profile has one: the goroutine that runs every write
+	readDB        *sql.DB       // reads: the read-only pool, or the shared pool
+	writeDB       *sql.DB       // write transactions: one connection, or the shared pool
+	writer        *writer       // where the profile has one: the goroutine that runs every write
+	readers       chan struct{} // with a read pool of its own: one slot per read connection, taken first come, first served
 	writerTimeout time.Duration
 
 	// busyRetries counts BEGIN IMMEDIATE attempts that found the write lock
@@ -133,6 +134,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		db.readDB = sql.OpenDB(newConnector(path, params, 5*time.Second, "deferred", readPragmas))
 		db.readDB.SetMaxOpenConns(cfg.ReadConns)
 		db.readDB.SetMaxIdleConns(cfg.ReadConns)
+		db.readers = make(chan struct{}, cfg.ReadConns)
 	}
 	// Connections are cheap to keep and costly to reopen (each reparses the
 	// schema), so never expire them.

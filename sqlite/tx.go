@@ -37,11 +37,33 @@ func (u uncancellable) ExecContext(ctx context.Context, query string, args ...an
 	return u.q.ExecContext(context.WithoutCancel(ctx), query, args...)
 }
 
+// enterRead waits for a read connection's slot, in arrival order, and
+// returns the function that frees it. database/sql hands a freed connection
+// to a random waiter, so when more requests read at once than there are
+// read connections, an unlucky one waited for many turns (at 256 clients,
+// p99 near a second); goroutines blocked sending on a channel are served
+// first come, first served.
+func (db *DB) enterRead(ctx context.Context) (leave func(), err error) {
+	select {
+	case db.readers <- struct{}{}:
+		return db.leaveRead, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (db *DB) leaveRead() { <-db.readers }
+
 // read runs fn against the read pool. In profiles that poll for SQLite's lock
 // instead of using its busy handler, a read that meets SQLITE_BUSY (possible
 // in WAL mode only while another connection recovers the WAL) is retried.
 func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
 	if db.readDB != db.writeDB {
+		leave, err := db.enterRead(ctx)
+		if err != nil {
+			return db.mapError(err)
+		}
+		defer leave()
 		return db.mapError(fn(uncancellable{db.readDB}))
 	}
 	if !db.spec.pollBusy && !db.spec.gemBusy {
@@ -89,6 +111,11 @@ func (db *DB) readSnapshot(ctx context.Context, fn func(q querier) error) error 
 	if db.readDB == db.writeDB {
 		return db.read(ctx, fn)
 	}
+	leave, err := db.enterRead(ctx)
+	if err != nil {
+		return db.mapError(err)
+	}
+	defer leave()
 	conn, err := db.readDB.Conn(ctx)
 	if err != nil {
 		return db.mapError(err)

@@ -43,6 +43,7 @@ func parseBenchFlags(args []string, stdout io.Writer) (benchCommand, error) {
 		setups      string
 		targets     string
 		compare     string
+		scales      string
 		binary      string
 		plainBinary string
 		sweep       bool
@@ -66,6 +67,7 @@ func parseBenchFlags(args []string, stdout io.Writer) (benchCommand, error) {
 	fs.twin("plain-binary", "LOREM_BENCH_PLAIN_BINARY")
 	fs.StringVar(&compare, "compare", "", "also run the first setup on other builds, `NAME=PATH,...` (e.g. before=bin/loremnews-old): a change's before and after in one run, with --interleave")
 	fs.twin("compare", "LOREM_BENCH_COMPARE")
+	fs.StringVar(&scales, "scales", "", "`K,...` run every setup on data sets K times --users and --posts, e.g. 1,100: the cost as the data grows, in one report")
 	fs.StringVar(&cfg.Action, "action", "balanced", "benchmarking `ACTION` to load")
 	fs.IntVar(&cfg.Concurrency, "c", 20, "concurrent connections in the main runs")
 	fs.DurationVar(&cfg.Duration, "z", 10*time.Second, "duration of each main run")
@@ -128,6 +130,11 @@ func parseBenchFlags(args []string, stdout io.Writer) (benchCommand, error) {
 			return c, usage(err)
 		}
 		cfg.Setups = append(cfg.Setups, others...)
+	}
+	if scales != "" {
+		if cfg.Setups, err = bench.ScaledSetups(cfg.Setups, scales); err != nil {
+			return c, usage(err)
+		}
 	}
 	if sweep {
 		if cfg.Sweep, err = bench.ParseLevels(levels, "--sweep-levels"); err != nil {
