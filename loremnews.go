@@ -488,6 +488,7 @@ type WriterQueueStats struct {
 	MaxDepth  int   // most writers ever waiting at once
 	Turns     int64 // turns taken
 	Abandoned int64 // writers that left before their turn
+	Commits   int64 // transactions committed for them (the touches waiting at one moment share one)
 }
 
 // RestartStats counts write transactions started over.

@@ -79,6 +79,7 @@ var (
 	descQueueMax    = prometheus.NewDesc("loremnews_writer_queue_max_depth", "Most writers ever waiting at once.", nil, nil)
 	descQueueTurns  = prometheus.NewDesc("loremnews_writer_queue_turns_total", "Turns taken in the writer queue.", nil, nil)
 	descQueueLeft   = prometheus.NewDesc("loremnews_writer_queue_abandoned_total", "Writers that left the queue before their turn (client gone or writer timeout).", nil, nil)
+	descCommits     = prometheus.NewDesc("loremnews_writer_commits_total", "Transactions the writer committed (the touches waiting at one moment share one).", nil, nil)
 	descPoolOpen    = prometheus.NewDesc("loremnews_db_pool_open_connections", "Open connections.", []string{"pool"}, nil)
 	descPoolInUse   = prometheus.NewDesc("loremnews_db_pool_in_use_connections", "Connections in use.", []string{"pool"}, nil)
 	descPoolWaits   = prometheus.NewDesc("loremnews_db_pool_waits_total", "Times a caller waited for a free connection.", []string{"pool"}, nil)
@@ -92,7 +93,7 @@ type dbCollector struct{ m *Metrics }
 
 func (c dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descProfile, descBusyRetries, descBusyErrors, descQueueDepth, descQueueMax,
-		descQueueTurns, descQueueLeft, descPoolOpen, descPoolInUse, descPoolWaits, descPoolWaitSec, descPGRetries, descPGDeadlocks} {
+		descQueueTurns, descQueueLeft, descCommits, descPoolOpen, descPoolInUse, descPoolWaits, descPoolWaitSec, descPGRetries, descPGDeadlocks} {
 		ch <- d
 	}
 }
@@ -116,6 +117,7 @@ func (c dbCollector) Collect(ch chan<- prometheus.Metric) {
 		metric(descQueueMax, prometheus.GaugeValue, float64(q.MaxDepth))
 		metric(descQueueTurns, prometheus.CounterValue, float64(q.Turns))
 		metric(descQueueLeft, prometheus.CounterValue, float64(q.Abandoned))
+		metric(descCommits, prometheus.CounterValue, float64(q.Commits))
 	}
 	if r := s.Restarts; r != nil {
 		metric(descPGRetries, prometheus.CounterValue, float64(r.Retries))

@@ -96,7 +96,7 @@ func TestDatabaseStatsNames(t *testing.T) {
 	}{
 		"sqlite": {
 			stats: loremnews.DatabaseStats{Setup: "split", Lock: &loremnews.LockStats{BusyRetries: 7, BusyErrors: 2},
-				WriterQueue: &loremnews.WriterQueueStats{Depth: 3, MaxDepth: 19, Turns: 1000, Abandoned: 4},
+				WriterQueue: &loremnews.WriterQueueStats{Depth: 3, MaxDepth: 19, Turns: 1000, Abandoned: 4, Commits: 600},
 				Pools:       []loremnews.PoolStats{{Name: "write", Open: 1, InUse: 1, Waits: 5, WaitTime: 1500 * time.Millisecond}, {Name: "read", Open: 8, InUse: 2}}},
 			want: []string{
 				`loremnews_db_pool_in_use_connections{pool="read"} 2`,
@@ -110,6 +110,7 @@ func TestDatabaseStatsNames(t *testing.T) {
 				`loremnews_db_profile_info{profile="split"} 1`,
 				`loremnews_sqlite_busy_errors_total 2`,
 				`loremnews_sqlite_busy_retries_total 7`,
+				`loremnews_writer_commits_total 600`,
 				`loremnews_writer_queue_abandoned_total 4`,
 				`loremnews_writer_queue_depth 3`,
 				`loremnews_writer_queue_max_depth 19`,

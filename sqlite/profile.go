@@ -32,17 +32,19 @@ const (
 	// Waiting writers still use SQLite's back-off busy handler.
 	ProfileImmediate Profile = "immediate"
 	// ProfileFair adds a first-come-first-served writer queue in the process
+	// (one goroutine runs every write, a transaction each; see writer.go)
 	// and, for the lock between processes, polls at a constant 1 ms interval
 	// instead of SQLite's growing back-off, so no waiting writer is starved.
 	ProfileFair Profile = "fair"
 	// ProfileSplit (the default) is fair plus separate pools: several
-	// query_only connections for reads and exactly one write connection, so
-	// a read never waits for a connection held by a writer.
+	// query_only connections for reads, taken in arrival order, and exactly
+	// one write connection, so a read never waits for a connection held by
+	// a writer.
 	ProfileSplit Profile = "split"
 	// ProfileBatch is split whose writers queue (first come, first served)
 	// for one goroutine that commits the writes queued at that moment
 	// together (group commit, each write in its own savepoint; see
-	// group_commit.go). Measured here: more throughput and a lower median,
+	// writer.go). Measured here: more throughput and a lower median,
 	// but a longer tail than split, so it is not the default.
 	ProfileBatch Profile = "batch"
 	// ProfileDurable is split with synchronous=FULL: every commit waits for
