@@ -76,12 +76,30 @@ func (t timeAgo) Render(_ context.Context, w io.Writer) error {
 	b := append(buf[:0], `<time datetime="`...)
 	b = u.AppendFormat(b, time.RFC3339)
 	b = append(b, `" title="`...)
-	b = u.AppendFormat(b, "2 Jan 2006 15:04 MST")
+	b = appendDate(b, u)
 	b = append(b, `">`...)
 	b = appendAgo(b, time.Since(time.Time(t)))
 	b = append(b, `</time>`...)
 	_, err := w.Write(b)
 	return err
+}
+
+// appendDate appends u (in UTC) as "23 Nov 2026 16:00 UTC": what
+// u.AppendFormat(b, "2 Jan 2006 15:04 MST") writes, without reading the
+// layout again for every date (a listing shows a hundred).
+func appendDate(b []byte, u time.Time) []byte {
+	year, month, day := u.Date()
+	hour, minute, _ := u.Clock()
+	b = strconv.AppendInt(b, int64(day), 10)
+	b = append(b, ' ')
+	b = append(b, month.String()[:3]...)
+	b = append(b, ' ')
+	if year >= 0 && year < 1000 {
+		b = append(b, "000"[:4-len(strconv.Itoa(year))]...)
+	}
+	b = strconv.AppendInt(b, int64(year), 10)
+	b = append(b, ' ', byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10))
+	return append(b, " UTC"...)
 }
 
 // appendAgo says how long ago t was, the way people say it: "3 hours ago".

@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"html"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,28 @@ func TestFragments(t *testing.T) {
 	} {
 		if got := write(func(w *strings.Builder) error { return author(tc.b, tc.u).Render(context.Background(), w) }); got != tc.want {
 			t.Errorf("author(%d as %v) = %q, want %q", tc.u.ID, tc.b.CurrentUser, got, tc.want)
+		}
+	}
+}
+
+// TestAppendDate checks the hand-made date against the layout it replaces.
+func TestAppendDate(t *testing.T) {
+	times := []time.Time{
+		time.Date(2026, 11, 23, 16, 0, 0, 0, time.UTC),
+		time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
+		time.Date(1999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(7, 6, 5, 4, 3, 2, 1, time.UTC),
+		time.Date(987, 10, 9, 8, 7, 0, 0, time.UTC),
+		time.Date(12345, 2, 28, 22, 10, 0, 0, time.UTC),
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		times = append(times, time.Unix(r.Int64N(4_000_000_000), 0).UTC())
+	}
+	for _, u := range times {
+		want := u.Format("2 Jan 2006 15:04 MST")
+		if got := string(appendDate(nil, u)); got != want {
+			t.Fatalf("appendDate(%v) = %q, want %q", u, got, want)
 		}
 	}
 }
