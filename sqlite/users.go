@@ -250,7 +250,7 @@ func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, befo
 	var posts []*loremnews.Post
 	for rows.Next() {
 		p := &loremnews.Post{Author: author}
-		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &p.CreatedAt); err != nil {
+		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, unixSeconds{&p.CreatedAt}); err != nil {
 			return nil, err
 		}
 		posts = append(posts, p)
@@ -259,7 +259,7 @@ func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, befo
 }
 
 func queryUserComments(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
-	rows, err := q.QueryContext(ctx, `SELECT c.id, c.post_id, c.body, c.created_at, p.title
+	rows, err := q.QueryContext(ctx, `SELECT c.id, c.post_id, c.body, unixepoch(c.created_at), p.title
 		FROM comments c JOIN posts p ON p.id = c.post_id
 		WHERE c.user_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`, author.ID, beforeID, limit)
 	if err != nil {
@@ -269,7 +269,7 @@ func queryUserComments(ctx context.Context, q querier, author *loremnews.User, b
 	var comments []*loremnews.Comment
 	for rows.Next() {
 		c := &loremnews.Comment{UserID: author.ID, Author: author, Post: &loremnews.Post{}}
-		if err := rows.Scan(&c.ID, &c.PostID, &c.Body, &c.CreatedAt, &c.Post.Title); err != nil {
+		if err := rows.Scan(&c.ID, &c.PostID, &c.Body, unixSeconds{&c.CreatedAt}, &c.Post.Title); err != nil {
 			return nil, err
 		}
 		c.Post.ID = c.PostID
