@@ -34,22 +34,16 @@ const (
 	middot = text(" · ")
 )
 
+// escapes maps each byte that HTML text must escape to its entity; a
+// table lookup per byte is what keeps the loop over long comment bodies
+// cheap.
+var escapes = [256]string{'&': "&amp;", '<': "&lt;", '>': "&gt;", '\'': "&#39;", '"': "&#34;"}
+
 func writeEscaped(w io.Writer, s string) error {
 	last := 0
 	for i := 0; i < len(s); i++ {
-		var esc string
-		switch s[i] {
-		case '&':
-			esc = "&amp;"
-		case '<':
-			esc = "&lt;"
-		case '>':
-			esc = "&gt;"
-		case '\'':
-			esc = "&#39;"
-		case '"':
-			esc = "&#34;"
-		default:
+		esc := escapes[s[i]]
+		if esc == "" {
 			continue
 		}
 		if _, err := io.WriteString(w, s[last:i]); err != nil {
