@@ -4,15 +4,30 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"iter"
 
 	"github.com/loremnews/loremnews"
 )
 
 // ImportDataset replaces every row with the given users, posts and comments
 // (keeping their ids), then sets the counter caches to the true counts.
-// It is one transaction: a crash midway leaves the old data untouched.
 func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
-	users, posts, comments, sessions := ds.Users, ds.Posts, ds.Comments, ds.Sessions
+	return db.ImportStream(ctx, ds.Stream())
+}
+
+// ImportStream replaces every row with the stream's (keeping their ids),
+// then sets the counter caches to the true counts. Each table's rows go
+// through one prepared statement, so memory stays flat however many rows
+// come: SQLite spills the transaction's pages to the WAL, not to RAM.
+//
+// It is one transaction, not a commit every N rows: the old rows are
+// deleted in it too, so a crash midway (TestCrashDuringSeed) leaves the old
+// data whole rather than a part of the new. The price is disk, not memory:
+// the WAL holds the whole new data set until the checkpoint after commit.
+func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error {
+	// The caller's context, checked at every row: under group commit the
+	// transaction's own context does not carry the caller's cancellation.
+	caller := ctx
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, stmt := range []string{
 			`DELETE FROM comments`, `DELETE FROM posts`, `DELETE FROM sessions`, `DELETE FROM users`,
@@ -22,30 +37,26 @@ func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
 				return fmt.Errorf("%s: %w", stmt, err)
 			}
 		}
-		if err := insertEach(ctx, tx, `INSERT INTO users (id, screen_name, password_digest, about, last_seen_at, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, len(users), func(i int) []any {
-			u := users[i]
+		if err := insertEach(ctx, caller, tx, `INSERT INTO users (id, screen_name, password_digest, about, last_seen_at, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Users, func(u *loremnews.User) []any {
 			return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, u.LastSeenAt, u.CreatedAt, u.UpdatedAt}
 		}); err != nil {
 			return fmt.Errorf("users: %w", err)
 		}
-		if err := insertEach(ctx, tx, `INSERT INTO posts (id, user_id, title, description, published_at, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, len(posts), func(i int) []any {
-			p := posts[i]
+		if err := insertEach(ctx, caller, tx, `INSERT INTO posts (id, user_id, title, description, published_at, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Posts, func(p *loremnews.Post) []any {
 			return []any{p.ID, p.UserID, p.Title, p.Description, p.PublishedAt, p.CreatedAt, p.UpdatedAt}
 		}); err != nil {
 			return fmt.Errorf("posts: %w", err)
 		}
-		if err := insertEach(ctx, tx, `INSERT INTO comments (id, post_id, user_id, body, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, len(comments), func(i int) []any {
-			c := comments[i]
+		if err := insertEach(ctx, caller, tx, `INSERT INTO comments (id, post_id, user_id, body, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?)`, s.Comments, func(c *loremnews.Comment) []any {
 			return []any{c.ID, c.PostID, c.UserID, c.Body, c.CreatedAt, c.UpdatedAt}
 		}); err != nil {
 			return fmt.Errorf("comments: %w", err)
 		}
-		if err := insertEach(ctx, tx, `INSERT INTO sessions (id, user_id, token_digest, user_agent, ip_address, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, len(sessions), func(i int) []any {
-			s := sessions[i]
+		if err := insertEach(ctx, caller, tx, `INSERT INTO sessions (id, user_id, token_digest, user_agent, ip_address, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Sessions, func(s *loremnews.Session) []any {
 			return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, s.CreatedAt, s.UpdatedAt}
 		}); err != nil {
 			return fmt.Errorf("sessions: %w", err)
@@ -62,14 +73,22 @@ func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
 	return nil
 }
 
-func insertEach(ctx context.Context, tx *sql.Tx, query string, n int, args func(i int) []any) error {
+// insertEach runs query once per row of rows (none when rows is nil),
+// through one prepared statement, and stops when caller is done.
+func insertEach[T any](ctx, caller context.Context, tx *sql.Tx, query string, rows iter.Seq[T], args func(T) []any) error {
+	if rows == nil {
+		return nil
+	}
 	stmt, err := tx.PrepareContext(ctx, query)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
-	for i := range n {
-		if _, err := stmt.ExecContext(ctx, args(i)...); err != nil {
+	for row := range rows {
+		if err := caller.Err(); err != nil {
+			return err
+		}
+		if _, err := stmt.ExecContext(ctx, args(row)...); err != nil {
 			return err
 		}
 	}

@@ -149,7 +149,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		if empty {
-			if err := s.load(ctx, db, stdout); err != nil {
+			if err := s.load(ctx, db, stdout, stderr); err != nil {
 				return err
 			}
 		}
