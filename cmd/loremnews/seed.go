@@ -79,6 +79,15 @@ func onTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// terminalOnly returns w if it is a terminal, else nil: for serve, whose
+// stderr off a terminal is a log of key=value lines, not for progress.
+func terminalOnly(w io.Writer) io.Writer {
+	if onTerminal(w) {
+		return w
+	}
+	return nil
+}
+
 // counted passes rows through, counting each on p as the store takes it.
 func counted[T any](rows iter.Seq[T], p *seedProgress) iter.Seq[T] {
 	return func(yield func(T) bool) {

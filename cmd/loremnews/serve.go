@@ -149,7 +149,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		if empty {
-			if err := s.load(ctx, db, stdout, stderr); err != nil {
+			if err := s.load(ctx, db, stdout, terminalOnly(stderr)); err != nil {
 				return err
 			}
 		}
