@@ -95,14 +95,32 @@ func insertEach[T any](ctx, caller context.Context, tx *sql.Tx, query string, ro
 	return nil
 }
 
-// resetCounters sets every counter cache to the true count.
+// resetCounters sets every counter cache to the true count, a range of
+// counterChunk ids per statement. One statement over a whole table would
+// keep, in the statement journal (in memory, temp_store=MEMORY), the old
+// image of every page it changes, and in a load's transaction that is the
+// whole table: hundreds of MB for a large seed.
 func resetCounters(ctx context.Context, tx *sql.Tx) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE users SET posts_count = (SELECT count(*) FROM posts WHERE posts.user_id = users.id)`); err != nil {
-		return err
+	for _, c := range []struct{ table, update string }{
+		{"users", `UPDATE users SET posts_count = (SELECT count(*) FROM posts WHERE posts.user_id = users.id) WHERE id BETWEEN ? AND ?`},
+		{"posts", `UPDATE posts SET comments_count = (SELECT count(*) FROM comments WHERE comments.post_id = posts.id) WHERE id BETWEEN ? AND ?`},
+	} {
+		var last int64
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+c.table).Scan(&last); err != nil {
+			return fmt.Errorf("count %s: %w", c.table, err)
+		}
+		for from := int64(1); from <= last; from += counterChunk {
+			if _, err := tx.ExecContext(ctx, c.update, from, from+counterChunk-1); err != nil {
+				return fmt.Errorf("count %s: %w", c.table, err)
+			}
+		}
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE posts SET comments_count = (SELECT count(*) FROM comments WHERE comments.post_id = posts.id)`)
-	return err
+	return nil
 }
+
+// counterChunk is how many ids one counter update covers: its statement
+// journal holds at most their pages (a few MB of posts).
+const counterChunk = 1000
 
 // Consistency is the result of CheckConsistency.
 type Consistency = loremnews.Consistency
