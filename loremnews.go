@@ -7,6 +7,8 @@ package loremnews
 
 import (
 	"context"
+	"iter"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -411,6 +413,28 @@ type Dataset struct {
 	Sessions []*Session
 }
 
+// Stream yields ds's rows one at a time, in the order of its slices.
+func (ds *Dataset) Stream() DatasetStream {
+	return DatasetStream{
+		Users:    slices.Values(ds.Users),
+		Posts:    slices.Values(ds.Posts),
+		Comments: slices.Values(ds.Comments),
+		Sessions: slices.Values(ds.Sessions),
+	}
+}
+
+// DatasetStream is a data set read one row at a time, so a store can load
+// any number of rows in memory that does not grow with them. A store reads
+// every user, then every post, then every comment, then every session (a
+// row's parents are always written before it), each sequence once; a nil
+// sequence has no rows. A store keeps no row after asking for the next.
+type DatasetStream struct {
+	Users    iter.Seq[*User]
+	Posts    iter.Seq[*Post]
+	Comments iter.Seq[*Comment]
+	Sessions iter.Seq[*Session]
+}
+
 // Consistency is what Database.CheckConsistency found.
 type Consistency struct {
 	Integrity          string // the engine's own check: "ok" when sound
@@ -433,6 +457,9 @@ type Database interface {
 	// ImportDataset replaces every row with ds's (keeping ids) in one
 	// transaction and sets the counter caches to the true counts.
 	ImportDataset(ctx context.Context, ds *Dataset) error
+	// ImportStream does what ImportDataset does, reading the rows from s
+	// as it writes them, so its memory does not grow with their number.
+	ImportStream(ctx context.Context, s DatasetStream) error
 	// ExportDataset reads every row, in id order, from one consistent snapshot.
 	ExportDataset(ctx context.Context) (*Dataset, error)
 	// CheckConsistency checks the engine's integrity, foreign keys and

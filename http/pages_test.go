@@ -244,7 +244,13 @@ func testDeletesAskFirst(t *testing.T, be backend) {
 		}
 		r := owner.get(myPath + "/delete")
 		wantStatus(t, r, 200)
-		wantBody(t, r, fmt.Sprintf("Delete your account with its %d posts and %d comments?", u.PostsCount, u.CommentsCount),
+		counted := func(n int, noun string) string {
+			if n == 1 {
+				return "1 " + noun
+			}
+			return fmt.Sprintf("%d %ss", n, noun)
+		}
+		wantBody(t, r, "Delete your account with its "+counted(u.PostsCount, "post")+" and "+counted(u.CommentsCount, "comment")+"?",
 			`<label for="current-password">Your password</label>`, `action="`+myPath+`/delete"`)
 		field := regexp.MustCompile(`<input id="current-password"[^>]*>`).FindString(r.body)
 		for _, attr := range []string{`name="current_password"`, `type="password"`, `autocomplete="current-password"`, "required"} {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"iter"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -18,10 +19,17 @@ func nullTime(t interface{ IsZero() bool }) any {
 	return t
 }
 
-// ImportDataset replaces every row with ds's (keeping ids) in one transaction,
-// using COPY, then sets the counter caches to the true counts and each id
-// sequence past the largest id.
+// ImportDataset replaces every row with ds's (keeping ids) in one
+// transaction; see ImportStream.
 func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
+	return db.ImportStream(ctx, ds.Stream())
+}
+
+// ImportStream replaces every row with the stream's (keeping ids) in one
+// transaction, each table through one COPY fed row by row as the stream
+// yields (so memory stays flat however many rows come), then sets the
+// counter caches to the true counts and each id sequence past the largest id.
+func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error {
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `TRUNCATE sessions, comments, posts, users RESTART IDENTITY`); err != nil {
 			return err
@@ -29,30 +37,29 @@ func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
 		copies := []struct {
 			table   string
 			columns []string
-			rows    int
-			row     func(i int) []any
+			rows    closingSource
 		}{
-			{"users", []string{"id", "screen_name", "password_digest", "about", "last_seen_at", "created_at", "updated_at"}, len(ds.Users), func(i int) []any {
-				u := ds.Users[i]
-				return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, nullTime(u.LastSeenAt), u.CreatedAt, u.UpdatedAt}
-			}},
-			{"posts", []string{"id", "user_id", "title", "description", "published_at", "created_at", "updated_at"}, len(ds.Posts), func(i int) []any {
-				p := ds.Posts[i]
-				return []any{p.ID, p.UserID, p.Title, p.Description, nullTime(p.PublishedAt), p.CreatedAt, p.UpdatedAt}
-			}},
-			{"comments", []string{"id", "post_id", "user_id", "body", "created_at", "updated_at"}, len(ds.Comments), func(i int) []any {
-				c := ds.Comments[i]
-				return []any{c.ID, c.PostID, c.UserID, c.Body, c.CreatedAt, c.UpdatedAt}
-			}},
-			{"sessions", []string{"id", "user_id", "token_digest", "user_agent", "ip_address", "created_at", "updated_at"}, len(ds.Sessions), func(i int) []any {
-				s := ds.Sessions[i]
-				return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, s.CreatedAt, s.UpdatedAt}
-			}},
+			{"users", []string{"id", "screen_name", "password_digest", "about", "last_seen_at", "created_at", "updated_at"},
+				copySource(s.Users, func(u *loremnews.User) []any {
+					return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, nullTime(u.LastSeenAt), u.CreatedAt, u.UpdatedAt}
+				})},
+			{"posts", []string{"id", "user_id", "title", "description", "published_at", "created_at", "updated_at"},
+				copySource(s.Posts, func(p *loremnews.Post) []any {
+					return []any{p.ID, p.UserID, p.Title, p.Description, nullTime(p.PublishedAt), p.CreatedAt, p.UpdatedAt}
+				})},
+			{"comments", []string{"id", "post_id", "user_id", "body", "created_at", "updated_at"},
+				copySource(s.Comments, func(c *loremnews.Comment) []any {
+					return []any{c.ID, c.PostID, c.UserID, c.Body, c.CreatedAt, c.UpdatedAt}
+				})},
+			{"sessions", []string{"id", "user_id", "token_digest", "user_agent", "ip_address", "created_at", "updated_at"},
+				copySource(s.Sessions, func(s *loremnews.Session) []any {
+					return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, s.CreatedAt, s.UpdatedAt}
+				})},
 		}
 		for _, c := range copies {
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{c.table}, c.columns, pgx.CopyFromSlice(c.rows, func(i int) ([]any, error) {
-				return c.row(i), nil
-			})); err != nil {
+			_, err := tx.CopyFrom(ctx, pgx.Identifier{c.table}, c.columns, c.rows)
+			c.rows.close()
+			if err != nil {
 				return fmt.Errorf("%s: %w", c.table, uniqueError(err))
 			}
 			if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), coalesce(max(id), 1), max(id) IS NOT NULL) FROM `+c.table, c.table); err != nil {
@@ -73,6 +80,52 @@ func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
 		return fmt.Errorf("load dataset: analyze: %w", db.mapError(err))
 	}
 	return nil
+}
+
+// rowSource is a CopyFromSource that pulls one row at a time from a
+// sequence, so COPY never needs the rows in memory. The pull starts at the
+// first Next; close ends it wherever CopyFrom stopped (an error midway).
+type rowSource[T any] struct {
+	rows   iter.Seq[T]
+	next   func() (T, bool)
+	stop   func()
+	values func(T) []any
+	row    []any
+}
+
+// copySource feeds COPY from rows (none when rows is nil).
+func copySource[T any](rows iter.Seq[T], values func(T) []any) closingSource {
+	return &rowSource[T]{rows: rows, values: values}
+}
+
+// closingSource is a CopyFromSource that must be closed after CopyFrom.
+type closingSource interface {
+	pgx.CopyFromSource
+	close()
+}
+
+func (s *rowSource[T]) Next() bool {
+	if s.rows == nil {
+		return false
+	}
+	if s.next == nil {
+		s.next, s.stop = iter.Pull(s.rows)
+	}
+	v, ok := s.next()
+	if ok {
+		s.row = s.values(v)
+	}
+	return ok
+}
+
+func (s *rowSource[T]) Values() ([]any, error) { return s.row, nil }
+
+func (s *rowSource[T]) Err() error { return nil }
+
+func (s *rowSource[T]) close() {
+	if s.stop != nil {
+		s.stop()
+	}
 }
 
 // ExportDataset reads every row in id order from one REPEATABLE READ snapshot.

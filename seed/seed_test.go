@@ -1,6 +1,7 @@
 package seed
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,75 @@ func TestGenerateRepeatable(t *testing.T) {
 		if c.ID != d.ID || c.PostID != d.PostID || c.UserID != d.UserID || c.Body != d.Body ||
 			!same(c.CreatedAt, d.CreatedAt) || !same(c.UpdatedAt, d.UpdatedAt) {
 			t.Fatalf("comment %d differs: %+v\nthen %+v", i, c, d)
+		}
+	}
+}
+
+// TestStream: the counts New announces are the rows its sequences yield;
+// reading a sequence again yields the same rows; a reader may stop early;
+// and at a larger size ids still follow time, every comment falls after
+// its post (within maxCommentDelay) and before now, and no title repeats.
+func TestStream(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	set, err := New(Config{Users: 50, Posts: 5000, Seed: 11, Now: now, BcryptCost: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	postTimes := map[int64]time.Time{}
+	titles := map[string]bool{}
+	var last time.Time
+	posts := 0
+	for p := range set.DatasetStream.Posts {
+		posts++
+		if p.ID != int64(posts) || p.CreatedAt.Before(last) || p.CreatedAt.After(now) {
+			t.Fatalf("post %d (#%d) at %v after %v: ids must follow time, before %v", p.ID, posts, p.CreatedAt, last, now)
+		}
+		if titles[p.Title] {
+			t.Fatalf("title %q repeats", p.Title)
+		}
+		titles[p.Title] = true
+		last = p.CreatedAt
+		postTimes[p.ID] = p.CreatedAt
+	}
+	comments := 0
+	var thousandth string
+	var lastComment struct {
+		at   time.Time
+		post int64
+	}
+	for c := range set.DatasetStream.Comments {
+		comments++
+		posted, ok := postTimes[c.PostID]
+		switch {
+		case c.ID != int64(comments):
+			t.Fatalf("comment #%d has id %d", comments, c.ID)
+		case !ok:
+			t.Fatalf("comment %d on unknown post %d", c.ID, c.PostID)
+		case c.CreatedAt.Before(lastComment.at) || c.CreatedAt.Equal(lastComment.at) && c.PostID < lastComment.post:
+			t.Fatalf("comment %d (post %d, %v) after post %d's at %v: want time, then post order", c.ID, c.PostID, c.CreatedAt, lastComment.post, lastComment.at)
+		case c.CreatedAt.Before(posted) || c.CreatedAt.After(now) || c.CreatedAt.Sub(posted) > maxCommentDelay:
+			t.Fatalf("comment %d at %v, its post at %v, now %v", c.ID, c.CreatedAt, posted, now)
+		}
+		lastComment.at, lastComment.post = c.CreatedAt, c.PostID
+		if c.ID == 1000 {
+			thousandth = fmt.Sprint(*c)
+		}
+	}
+	if posts != set.Posts || comments != set.Comments {
+		t.Fatalf("yielded %d posts and %d comments, announced %d and %d", posts, comments, set.Posts, set.Comments)
+	}
+	if comments < 5*posts || comments > 15*posts {
+		t.Fatalf("%d comments for %d posts: want 5–15 each", comments, posts)
+	}
+
+	// Replayed, and stopped early.
+	i := 0
+	for c := range set.DatasetStream.Comments {
+		if i++; i == 1000 {
+			if got := fmt.Sprint(*c); got != thousandth {
+				t.Fatalf("comment 1000 on replay:\n%s\nfirst time:\n%s", got, thousandth)
+			}
+			break
 		}
 	}
 }

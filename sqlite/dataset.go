@@ -4,15 +4,30 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"iter"
 
 	"github.com/loremnews/loremnews"
 )
 
 // ImportDataset replaces every row with the given users, posts and comments
 // (keeping their ids), then sets the counter caches to the true counts.
-// It is one transaction: a crash midway leaves the old data untouched.
 func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
-	users, posts, comments, sessions := ds.Users, ds.Posts, ds.Comments, ds.Sessions
+	return db.ImportStream(ctx, ds.Stream())
+}
+
+// ImportStream replaces every row with the stream's (keeping their ids),
+// then sets the counter caches to the true counts. Each table's rows go
+// through one prepared statement, so memory stays flat however many rows
+// come: SQLite spills the transaction's pages to the WAL, not to RAM.
+//
+// It is one transaction, not a commit every N rows: the old rows are
+// deleted in it too, so a crash midway (TestCrashDuringSeed) leaves the old
+// data whole rather than a part of the new. The price is disk, not memory:
+// the WAL holds the whole new data set until the checkpoint after commit.
+func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error {
+	// The caller's context, checked at every row: under group commit the
+	// transaction's own context does not carry the caller's cancellation.
+	caller := ctx
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, stmt := range []string{
 			`DELETE FROM comments`, `DELETE FROM posts`, `DELETE FROM sessions`, `DELETE FROM users`,
@@ -22,30 +37,26 @@ func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
 				return fmt.Errorf("%s: %w", stmt, err)
 			}
 		}
-		if err := insertEach(ctx, tx, `INSERT INTO users (id, screen_name, password_digest, about, last_seen_at, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, len(users), func(i int) []any {
-			u := users[i]
+		if err := insertEach(ctx, caller, tx, `INSERT INTO users (id, screen_name, password_digest, about, last_seen_at, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Users, func(u *loremnews.User) []any {
 			return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, u.LastSeenAt, u.CreatedAt, u.UpdatedAt}
 		}); err != nil {
 			return fmt.Errorf("users: %w", err)
 		}
-		if err := insertEach(ctx, tx, `INSERT INTO posts (id, user_id, title, description, published_at, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, len(posts), func(i int) []any {
-			p := posts[i]
+		if err := insertEach(ctx, caller, tx, `INSERT INTO posts (id, user_id, title, description, published_at, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Posts, func(p *loremnews.Post) []any {
 			return []any{p.ID, p.UserID, p.Title, p.Description, p.PublishedAt, p.CreatedAt, p.UpdatedAt}
 		}); err != nil {
 			return fmt.Errorf("posts: %w", err)
 		}
-		if err := insertEach(ctx, tx, `INSERT INTO comments (id, post_id, user_id, body, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, len(comments), func(i int) []any {
-			c := comments[i]
+		if err := insertEach(ctx, caller, tx, `INSERT INTO comments (id, post_id, user_id, body, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?)`, s.Comments, func(c *loremnews.Comment) []any {
 			return []any{c.ID, c.PostID, c.UserID, c.Body, c.CreatedAt, c.UpdatedAt}
 		}); err != nil {
 			return fmt.Errorf("comments: %w", err)
 		}
-		if err := insertEach(ctx, tx, `INSERT INTO sessions (id, user_id, token_digest, user_agent, ip_address, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, len(sessions), func(i int) []any {
-			s := sessions[i]
+		if err := insertEach(ctx, caller, tx, `INSERT INTO sessions (id, user_id, token_digest, user_agent, ip_address, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Sessions, func(s *loremnews.Session) []any {
 			return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, s.CreatedAt, s.UpdatedAt}
 		}); err != nil {
 			return fmt.Errorf("sessions: %w", err)
@@ -62,28 +73,54 @@ func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
 	return nil
 }
 
-func insertEach(ctx context.Context, tx *sql.Tx, query string, n int, args func(i int) []any) error {
+// insertEach runs query once per row of rows (none when rows is nil),
+// through one prepared statement, and stops when caller is done.
+func insertEach[T any](ctx, caller context.Context, tx *sql.Tx, query string, rows iter.Seq[T], args func(T) []any) error {
+	if rows == nil {
+		return nil
+	}
 	stmt, err := tx.PrepareContext(ctx, query)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
-	for i := range n {
-		if _, err := stmt.ExecContext(ctx, args(i)...); err != nil {
+	for row := range rows {
+		if err := caller.Err(); err != nil {
+			return err
+		}
+		if _, err := stmt.ExecContext(ctx, args(row)...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// resetCounters sets every counter cache to the true count.
+// resetCounters sets every counter cache to the true count, a range of
+// counterChunk ids per statement. One statement over a whole table would
+// keep, in the statement journal (in memory, temp_store=MEMORY), the old
+// image of every page it changes, and in a load's transaction that is the
+// whole table: hundreds of MB for a large seed.
 func resetCounters(ctx context.Context, tx *sql.Tx) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE users SET posts_count = (SELECT count(*) FROM posts WHERE posts.user_id = users.id)`); err != nil {
-		return err
+	for _, c := range []struct{ table, update string }{
+		{"users", `UPDATE users SET posts_count = (SELECT count(*) FROM posts WHERE posts.user_id = users.id) WHERE id BETWEEN ? AND ?`},
+		{"posts", `UPDATE posts SET comments_count = (SELECT count(*) FROM comments WHERE comments.post_id = posts.id) WHERE id BETWEEN ? AND ?`},
+	} {
+		var last int64
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+c.table).Scan(&last); err != nil {
+			return fmt.Errorf("count %s: %w", c.table, err)
+		}
+		for from := int64(1); from <= last; from += counterChunk {
+			if _, err := tx.ExecContext(ctx, c.update, from, from+counterChunk-1); err != nil {
+				return fmt.Errorf("count %s: %w", c.table, err)
+			}
+		}
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE posts SET comments_count = (SELECT count(*) FROM comments WHERE comments.post_id = posts.id)`)
-	return err
+	return nil
 }
+
+// counterChunk is how many ids one counter update covers: its statement
+// journal holds at most their pages (a few MB of posts).
+const counterChunk = 1000
 
 // Consistency is the result of CheckConsistency.
 type Consistency = loremnews.Consistency

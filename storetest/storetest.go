@@ -36,6 +36,7 @@ func Run(t *testing.T, open Opener, except ...string) {
 		{"KeysetPaging", testKeysetPaging},
 		{"SeedLoad", testSeedLoad},
 		{"ExportLoadRoundTrip", testExportLoad},
+		{"ImportStream", testImportStream},
 		{"BenchmarkOperations", testBenchmarkOperations},
 		{"ConcurrentWriters", testConcurrentWriters},
 	} {

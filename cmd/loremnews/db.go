@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/postgres"
-	"github.com/loremnews/loremnews/seed"
 	"github.com/loremnews/loremnews/sqlite"
 )
 
@@ -136,20 +134,5 @@ func (s *seedFlags) validate(fs *flagSet) error {
 	if s.users < 1 || s.posts < 0 {
 		return &usageError{msg: "--users must be at least 1 and --posts at least 0", cmd: fs.Name()}
 	}
-	return nil
-}
-
-// load generates the data set, loads it, and says so on stdout.
-func (s *seedFlags) load(ctx context.Context, db loremnews.Database, stdout io.Writer) error {
-	start := time.Now()
-	ds, err := seed.Generate(seed.Config{Users: s.users, Posts: s.posts, Seed: s.seed})
-	if err != nil {
-		return err
-	}
-	if err := db.ImportDataset(ctx, ds); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "seeded %s: %d users, %d posts, %d comments in %s (seed %d; every password is \"password\")\n",
-		db.Name(), len(ds.Users), len(ds.Posts), len(ds.Comments), time.Since(start).Round(time.Millisecond), s.seed)
 	return nil
 }

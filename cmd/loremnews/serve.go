@@ -170,7 +170,7 @@ func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 			return err
 		}
 		if empty {
-			if err := c.seed.load(ctx, db, stdout); err != nil {
+			if err := c.seed.load(ctx, db, stdout, terminalOnly(stderr)); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,119 @@
+package sqlite_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loremnews/loremnews/seed"
+)
+
+// TestSeedMemoryIsFlat loads one generated set and then a set with ten
+// times the posts and comments, each streamed into a fresh database, and
+// samples the Go heap's objects throughout and the process's peak RSS
+// (SQLite's memory is outside the Go heap). The larger set must need
+// neither a larger heap nor a larger RSS: holding its rows (as building the
+// whole set before loading it does) takes some 80 MiB more heap, and one
+// UPDATE over a whole table in the load's transaction some 30 MiB more RSS
+// (its statement journal). The bounds leave room for the collector's and
+// the allocator's own slack. Linux only (/proc/self), as CI is.
+func TestSeedMemoryIsFlat(t *testing.T) {
+	var rss []uint64
+	peak := func(posts int) (uint64, int) {
+		set, err := seed.New(seed.Config{Users: 100, Posts: posts, Seed: 1, BcryptCost: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A 2 MB page cache, full in both runs, so SQLite's own memory
+		// can only grow with the set by a leak of pages (the statement
+		// journal of one UPDATE over a whole table, say).
+		db := MustOpenDSN(t, "file:"+filepath.Join(t.TempDir(), "seed.sqlite3")+"?_pragma=cache_size(-2000)", "")
+		runtime.GC()
+		resetPeakRSS(t)
+		stop := sampleHeap()
+		err = db.ImportStream(context.Background(), set.DatasetStream)
+		high := stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rss = append(rss, peakRSS(t))
+		return high, set.Rows()
+	}
+	smallPeak, smallRows := peak(600)
+	bigPeak, bigRows := peak(6000)
+	t.Logf("peak heap: %d KiB for %d rows, %d KiB for %d rows", smallPeak>>10, smallRows, bigPeak>>10, bigRows)
+	t.Logf("peak RSS: %d KiB for %d rows, %d KiB for %d rows", rss[0]>>10, smallRows, rss[1]>>10, bigRows)
+	if bigRows < 9*smallRows {
+		t.Fatalf("the large set has %d rows, the small %d: want about ten times as many", bigRows, smallRows)
+	}
+	const slack = 8 << 20
+	if bigPeak > smallPeak+slack {
+		t.Fatalf("peak heap %d KiB for %d rows, %d KiB for %d rows: memory grows with the set", bigPeak>>10, bigRows, smallPeak>>10, smallRows)
+	}
+	// SQLite's memory is outside the Go heap: the process's peak RSS must
+	// not grow either (14 MiB of slack; holding the large set's posts
+	// pages would add about 30 MiB).
+	if rss[1] > rss[0]+14<<20 {
+		t.Fatalf("peak RSS %d KiB for %d rows, %d KiB for %d rows: memory grows with the set", rss[1]>>10, bigRows, rss[0]>>10, smallRows)
+	}
+}
+
+// sampleHeap samples the heap's object bytes (live and not yet swept)
+// every millisecond until stop, which returns the highest sample. It reads
+// runtime/metrics, which does not stop the world as ReadMemStats does.
+func sampleHeap() (stop func() uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 {
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	done := make(chan struct{})
+	result := make(chan uint64)
+	go func() {
+		high := read()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				high = max(high, read())
+			case <-done:
+				result <- max(high, read())
+				return
+			}
+		}
+	}()
+	return func() uint64 { close(done); return <-result }
+}
+
+// resetPeakRSS starts the process's peak resident size (VmHWM) afresh.
+func resetPeakRSS(t *testing.T) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Logf("cannot reset the peak RSS: %v", err)
+	}
+}
+
+// peakRSS is VmHWM from /proc/self/status, in bytes.
+func peakRSS(t *testing.T) uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc/self/status")
+	return 0
+}
