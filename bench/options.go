@@ -142,15 +142,13 @@ func ParseLevels(list, flag string) ([]int, error) {
 
 // ParseScenarios turns a list of ACTION@CONCURRENCY entries into scenarios;
 // each action must be one of actions, the ones the server accepts. The word
-// "actions" stands for every single action at concurrency c, then the
-// balanced and write_heavy mixes at 256.
-func ParseScenarios(list string, c int, actions []string) ([]Scenario, error) {
+// "actions" stands for each of singles (the single actions, not the mixes)
+// at concurrency c, then the balanced and write_heavy mixes at 256.
+func ParseScenarios(list string, c int, actions, singles []string) ([]Scenario, error) {
 	if strings.TrimSpace(list) == "actions" {
 		var out []Scenario
-		for _, a := range actions {
-			if !isMix(a) && a != ActionPointRead {
-				out = append(out, Scenario{Action: a, Concurrency: c})
-			}
+		for _, a := range singles {
+			out = append(out, Scenario{Action: a, Concurrency: c})
 		}
 		return append(out, Scenario{"balanced", 256}, Scenario{"write_heavy", 256}), nil
 	}
@@ -189,11 +187,6 @@ const (
 	// ActionPointRead is the trivial read: one random user by id, as text.
 	ActionPointRead = "point_read"
 )
-
-// isMix reports whether action is one of the talk's mixes, which draw one
-// of the single actions per request by weight: balanced, read_heavy and
-// write_heavy.
-func isMix(action string) bool { return action == "balanced" || strings.HasSuffix(action, "_heavy") }
 
 // CheckPostgresURL checks the URL of the server for the postgres setups.
 func CheckPostgresURL(url string) error {

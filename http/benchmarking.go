@@ -42,6 +42,10 @@ var benchMixes = map[string][]int{
 	"balanced":    {17, 17, 5, 11, 17, 17, 16},
 }
 
+// BenchmarkSingleActions lists the seven single actions (not the mixes, and
+// not point_read), in the order of the mixes' weight tables.
+func BenchmarkSingleActions() []string { return slices.Clone(benchActionOrder) }
+
 // BenchmarkActions lists every action name the endpoint accepts.
 func BenchmarkActions() []string {
 	names := slices.Clone(benchActionOrder)

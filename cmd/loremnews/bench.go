@@ -147,7 +147,7 @@ func parseBenchFlags(args []string, stdout io.Writer) (benchCommand, error) {
 	if err := bench.CheckAction(cfg.Action, lnhttp.BenchmarkActions()); err != nil {
 		return c, usage(fmt.Errorf("--action: %w", err))
 	}
-	if cfg.Scenarios, err = bench.ParseScenarios(scenarios, cfg.Concurrency, lnhttp.BenchmarkActions()); err != nil {
+	if cfg.Scenarios, err = bench.ParseScenarios(scenarios, cfg.Concurrency, lnhttp.BenchmarkActions(), lnhttp.BenchmarkSingleActions()); err != nil {
 		return c, usage(err)
 	}
 	if cfg.Runs < 1 || cfg.Concurrency < 1 || cfg.Duration <= 0 || cfg.Users < 1 || cfg.Posts < 1 {

@@ -29,7 +29,26 @@ func (f *headerFlag) Set(v string) error {
 	return nil
 }
 
+// loadCommand is a parsed `loremnews load`: the generator's settings and
+// how to report.
+type loadCommand struct {
+	cfg          load.Config
+	asJSON       bool
+	progress     bool // a live progress line on stderr (a terminal, not turned off)
+	maxErrorRate float64
+}
+
 func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseLoadFlags(args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	return c.run(ctx, stdout, stderr)
+}
+
+// parseLoadFlags reads the command line (and the flags' environment twins)
+// into a loadCommand; any mistake is a usage error.
+func parseLoadFlags(args []string, stdout, stderr io.Writer) (loadCommand, error) {
 	var (
 		cfg               load.Config
 		headers           = headerFlag{h: http.Header{}}
@@ -80,7 +99,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&noProgress, "no-progress", false, "no live progress bar (it is shown only on a terminal anyway)")
 	fs.BoolVar(&noTUI, "no-tui", false, "the same as --no-progress (oha's spelling)")
 	if err := fs.parseArgs(args, 1); err != nil {
-		return err
+		return loadCommand{}, err
 	}
 	_ = latencyCorrection // always on: see the flag's help
 	cfg.URL = fs.positional[0]
@@ -91,30 +110,36 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	switch {
 	case redirects < 0:
-		return &usageError{msg: fmt.Sprintf("--redirect %d: want 0 or more", redirects), cmd: fs.Name()}
+		return loadCommand{}, &usageError{msg: fmt.Sprintf("--redirect %d: want 0 or more", redirects), cmd: fs.Name()}
 	case redirects == 0:
 		cfg.DisableRedirects = true
 	default:
 		cfg.MaxRedirects = redirects
 	}
 	if maxErrorRate < 0 || maxErrorRate > 1 {
-		return &usageError{msg: fmt.Sprintf("--max-error-rate %v: want a share between 0 and 1", maxErrorRate), cmd: fs.Name()}
+		return loadCommand{}, &usageError{msg: fmt.Sprintf("--max-error-rate %v: want a share between 0 and 1", maxErrorRate), cmd: fs.Name()}
 	}
 	if cfg.Requests == 0 && cfg.Duration == 0 {
 		cfg.Requests = 200
 	}
 	if body != "" && bodyFile != "" {
-		return &usageError{msg: "give -d or -D, not both", cmd: fs.Name()}
+		return loadCommand{}, &usageError{msg: "give -d or -D, not both", cmd: fs.Name()}
 	}
 	cfg.Body = []byte(body)
 	if bodyFile != "" {
 		b, err := os.ReadFile(bodyFile)
 		if err != nil {
-			return &usageError{msg: fmt.Sprintf("-D: %v", err), cmd: fs.Name()}
+			return loadCommand{}, &usageError{msg: fmt.Sprintf("-D: %v", err), cmd: fs.Name()}
 		}
 		cfg.Body = b
 	}
-	if !noProgress && !noTUI && isTerminal(stderr) {
+	return loadCommand{cfg: cfg, asJSON: asJSON, progress: !noProgress && !noTUI && isTerminal(stderr), maxErrorRate: maxErrorRate}, nil
+}
+
+// run sends the load and reports it.
+func (c loadCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
+	cfg := c.cfg
+	if c.progress {
 		cfg.OnProgress = func(p load.Progress) { fmt.Fprint(stderr, "\r"+progressLine(cfg, p)+"\033[K") }
 	}
 	res, err := load.Run(ctx, cfg)
@@ -122,9 +147,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if err != nil {
-		return &usageError{msg: strings.TrimPrefix(err.Error(), "load: "), cmd: fs.Name()}
+		return &usageError{msg: strings.TrimPrefix(err.Error(), "load: "), cmd: "load"}
 	}
-	if asJSON {
+	if c.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res.Summary()); err != nil {
@@ -133,7 +158,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else {
 		printResult(stdout, res)
 	}
-	return verdict(res, maxErrorRate)
+	return verdict(res, c.maxErrorRate)
 }
 
 // verdict is the error the command exits with: none when enough requests
