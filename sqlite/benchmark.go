@@ -181,19 +181,32 @@ func (b *Benchmark) ShowPost(ctx context.Context) (*loremnews.Post, []*loremnews
 		p        *loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := b.db.readSnapshot(ctx, func(q querier) error {
+	read := func(q querier) error {
 		id, err := pickRandomID(ctx, q, "posts")
 		if err != nil {
 			return err
 		}
 		p, comments, err = postPage(ctx, q, id)
 		return err
-	})
+	}
+	// In the single-pool profiles a page's queries are not one snapshot
+	// (readSnapshot), so the post picked can be deleted before its page is
+	// read: pick again, as often as that happens (a handful of times at most).
+	var err error
+	for range maxAttempts {
+		if err = b.db.readSnapshot(ctx, read); loremnews.ErrorCode(err) != loremnews.EGONE {
+			break
+		}
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("show random post: %w", err)
 	}
 	return p, comments, nil
 }
+
+// maxAttempts bounds how often a read action picks again after its pick
+// vanished.
+const maxAttempts = 10
 
 // ListPosts touches a random user, then reads up to limit posts from a
 // random id between the smallest and largest post id on.
