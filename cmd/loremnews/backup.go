@@ -9,33 +9,55 @@ import (
 	"github.com/loremnews/loremnews/sqlite"
 )
 
+// backupCommand is a parsed `loremnews backup` command line.
+type backupCommand struct {
+	db dbFlags
+	to string // the backup file, which must not exist
+}
+
 func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseBackupFlags(args, stdout)
+	if err != nil {
+		return err
+	}
+	return c.run(ctx, stdout)
+}
+
+// parseBackupFlags reads the command line (and the flags' environment
+// twins) into a backupCommand; any mistake, an existing target file
+// included, is a usage error.
+func parseBackupFlags(args []string, stdout io.Writer) (backupCommand, error) {
 	var (
-		d  dbFlags
-		to string
+		c  backupCommand
 		fs = newFlagSet("backup", "loremnews backup [--db PATH] --to FILE",
 			"Write a consistent copy of the database to FILE while the site keeps serving (VACUUM INTO: one\n"+
 				"snapshot, compacted). The copy is then checked: integrity, foreign keys and counter caches.", stdout)
 	)
-	d.registerDB(fs)
-	fs.StringVar(&to, "to", "", "the backup `FILE` to create (must not exist)")
+	c.db.registerDB(fs)
+	fs.StringVar(&c.to, "to", "", "the backup `FILE` to create (must not exist)")
 	fs.twin("to", "LOREM_BACKUP_TO")
 	if err := fs.parse(args); err != nil {
-		return err
+		return c, err
 	}
-	if err := d.validate(fs); err != nil {
-		return err
+	if err := c.db.validate(fs); err != nil {
+		return c, err
 	}
-	if to == "" {
-		return &usageError{msg: "--to is required", cmd: fs.Name()}
+	if c.to == "" {
+		return c, &usageError{msg: "--to is required", cmd: fs.Name()}
 	}
-	if d.postgres() {
-		return &usageError{msg: "backup copies a SQLite file; for PostgreSQL use pg_dump, or `loremnews copy --from postgres://… --to sqlite:FILE`", cmd: fs.Name()}
+	if c.db.postgres() {
+		return c, &usageError{msg: "backup copies a SQLite file; for PostgreSQL use pg_dump, or `loremnews copy --from postgres://… --to sqlite:FILE`", cmd: fs.Name()}
 	}
-	if _, err := os.Stat(to); err == nil {
-		return &usageError{msg: fmt.Sprintf("--to %s already exists; choose a new file", to), cmd: fs.Name()}
+	if _, err := os.Stat(c.to); err == nil {
+		return c, &usageError{msg: fmt.Sprintf("--to %s already exists; choose a new file", c.to), cmd: fs.Name()}
 	}
-	db, err := d.openSQLite(ctx)
+	return c, nil
+}
+
+// run writes the backup, opens it and checks it, and says what it did.
+func (cmd backupCommand) run(ctx context.Context, stdout io.Writer) error {
+	to := cmd.to
+	db, err := cmd.db.openSQLite(ctx)
 	if err != nil {
 		return err
 	}

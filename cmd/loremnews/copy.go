@@ -13,10 +13,27 @@ import (
 	"github.com/loremnews/loremnews/sqlite"
 )
 
+// copyCommand is a parsed `loremnews copy` command line.
+type copyCommand struct {
+	src, dst dbFlags
+	replace  bool
+}
+
 func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseCopyFlags(args, stdout)
+	if err != nil {
+		return err
+	}
+	return c.run(ctx, stdout, stderr)
+}
+
+// parseCopyFlags reads the command line (and the flags' environment twins)
+// into a copyCommand; any mistake, a missing source file included, is a
+// usage error.
+func parseCopyFlags(args []string, stdout io.Writer) (copyCommand, error) {
 	var (
+		c        copyCommand
 		from, to string
-		replace  bool
 		fs       = newFlagSet("copy", "loremnews copy --from sqlite:FILE --to postgres://user@host/dbname [--replace]",
 			"Copy every user, post, comment and session, keeping ids, from one database to another: the way\n"+
 				"to move a site from SQLite to PostgreSQL (or back). The source is read in one snapshot, so the\n"+
@@ -28,45 +45,49 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.twin("from", "LOREM_COPY_FROM")
 	fs.StringVar(&to, "to", "", "`DB` to copy into (created and migrated if needed): sqlite:FILE, FILE, or postgres://…")
 	fs.twin("to", "LOREM_COPY_TO")
-	fs.BoolVar(&replace, "replace", false, "replace the target's data if it has any (otherwise a target with users is refused)")
+	fs.BoolVar(&c.replace, "replace", false, "replace the target's data if it has any (otherwise a target with users is refused)")
 	fs.twin("replace", "LOREM_COPY_REPLACE")
 	if err := fs.parse(args); err != nil {
-		return err
+		return c, err
 	}
 	if from == "" || to == "" {
-		return &usageError{msg: "both --from and --to are required", cmd: fs.Name()}
+		return c, &usageError{msg: "both --from and --to are required", cmd: fs.Name()}
 	}
-	src, dst := copyTarget(from), copyTarget(to)
-	if src.dsn == dst.dsn {
-		return &usageError{msg: "--from and --to are the same database", cmd: fs.Name()}
+	c.src, c.dst = copyTarget(from), copyTarget(to)
+	if c.src.dsn == c.dst.dsn {
+		return c, &usageError{msg: "--from and --to are the same database", cmd: fs.Name()}
 	}
-	for _, d := range []*dbFlags{&src, &dst} {
+	for _, d := range []*dbFlags{&c.src, &c.dst} {
 		if err := d.validate(fs); err != nil {
-			return err
+			return c, err
 		}
 	}
-	if !src.postgres() {
+	if !c.src.postgres() {
 		// Opening a SQLite file creates it; a source must already exist.
-		path, _, _ := strings.Cut(strings.TrimPrefix(src.dsn, "file:"), "?")
+		path, _, _ := strings.Cut(strings.TrimPrefix(c.src.dsn, "file:"), "?")
 		if _, err := os.Stat(path); err != nil {
-			return &usageError{msg: fmt.Sprintf("--from %s: no such database file", path), cmd: fs.Name()}
+			return c, &usageError{msg: fmt.Sprintf("--from %s: no such database file", path), cmd: fs.Name()}
 		}
 	}
+	return c, nil
+}
 
+// run copies, checks the copy and says what it did.
+func (cmd copyCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 	start := time.Now()
-	srcDB, err := src.open(ctx)
+	srcDB, err := cmd.src.open(ctx)
 	if err != nil {
 		return fmt.Errorf("open the source: %w", err)
 	}
 	defer srcDB.Close()
-	dstDB, err := dst.open(ctx)
+	dstDB, err := cmd.dst.open(ctx)
 	if err != nil {
 		return fmt.Errorf("open the target: %w", err)
 	}
 	defer dstDB.Close()
 	if empty, err := dstDB.Empty(ctx); err != nil {
 		return err
-	} else if !empty && !replace {
+	} else if !empty && !cmd.replace {
 		return fmt.Errorf("the target %s already has data; add --replace to overwrite it", dstDB.Name())
 	}
 	ds, err := srcDB.ExportDataset(ctx)

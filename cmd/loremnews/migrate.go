@@ -7,6 +7,16 @@ import (
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	d, err := parseMigrateFlags(args, stdout)
+	if err != nil {
+		return err
+	}
+	return migrate(ctx, d, stdout)
+}
+
+// parseMigrateFlags reads the command line (and the flags' environment
+// twins) into the database to migrate; any mistake is a usage error.
+func parseMigrateFlags(args []string, stdout io.Writer) (dbFlags, error) {
 	var (
 		d  dbFlags
 		fs = newFlagSet("migrate", "loremnews migrate [--db PATH]",
@@ -15,11 +25,14 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	)
 	d.registerDB(fs)
 	if err := fs.parse(args); err != nil {
-		return err
+		return d, err
 	}
-	if err := d.validate(fs); err != nil {
-		return err
-	}
+	return d, d.validate(fs)
+}
+
+// migrate opens (creating and migrating) the database and lists the
+// migrations applied.
+func migrate(ctx context.Context, d dbFlags, stdout io.Writer) error {
 	db, err := d.open(ctx)
 	if err != nil {
 		return err

@@ -13,39 +13,56 @@ import (
 	"golang.org/x/term"
 )
 
+// seedCommand is a parsed `loremnews seed` command line.
+type seedCommand struct {
+	db    dbFlags
+	seed  seedFlags
+	quiet bool // no progress on stderr
+}
+
 func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseSeedFlags(args, stdout)
+	if err != nil {
+		return err
+	}
+	return c.run(ctx, stdout, stderr)
+}
+
+// parseSeedFlags reads the command line (and the flags' environment twins)
+// into a seedCommand; any mistake is a usage error.
+func parseSeedFlags(args []string, stdout io.Writer) (seedCommand, error) {
 	var (
-		d     dbFlags
-		s     seedFlags
-		quiet bool
-		fs    = newFlagSet("seed", "loremnews seed [--db PATH] [--seed N] [--users N] [--posts N] [--quiet]",
+		c  seedCommand
+		fs = newFlagSet("seed", "loremnews seed [--db PATH] [--seed N] [--users N] [--posts N] [--quiet]",
 			"Replace all data in the database (creating and migrating it if needed) with the demo data set:\n"+
 				"users whose password is \"password\", posts with lorem-ipsum text, 5–15 comments per post.\n"+
 				"The rows are generated as they are written, so memory stays flat at any size. Progress goes\n"+
 				"to stderr: a line updated in place on a terminal, a line every 10 % otherwise.", stdout)
 	)
-	d.register(fs)
-	s.register(fs)
-	fs.BoolVar(&quiet, "quiet", false, "no progress on stderr (the summary line on stdout stays)")
+	c.db.register(fs)
+	c.seed.register(fs)
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress on stderr (the summary line on stdout stays)")
 	if err := fs.parse(args); err != nil {
-		return err
+		return c, err
 	}
-	if err := d.validate(fs); err != nil {
-		return err
+	if err := c.db.validate(fs); err != nil {
+		return c, err
 	}
-	if err := s.validate(fs); err != nil {
-		return err
-	}
-	db, err := d.open(ctx)
+	return c, c.seed.validate(fs)
+}
+
+// run replaces the database's data with the data set.
+func (c seedCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
+	db, err := c.db.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	progress := stderr
-	if quiet {
+	if c.quiet {
 		progress = nil
 	}
-	return s.load(ctx, db, stdout, progress)
+	return c.seed.load(ctx, db, stdout, progress)
 }
 
 // load streams the data set into db, showing progress on progress (none
