@@ -413,6 +413,19 @@ type Dataset struct {
 	Sessions []*Session
 }
 
+// TrueCounts counts ds's rows for its counter caches: the posts of each
+// user and the comments of each post, by id.
+func (ds *Dataset) TrueCounts() (postsByUser, commentsByPost map[int64]int) {
+	postsByUser, commentsByPost = map[int64]int{}, map[int64]int{}
+	for _, p := range ds.Posts {
+		postsByUser[p.UserID]++
+	}
+	for _, c := range ds.Comments {
+		commentsByPost[c.PostID]++
+	}
+	return postsByUser, commentsByPost
+}
+
 // Stream yields ds's rows one at a time, in the order of its slices.
 func (ds *Dataset) Stream() DatasetStream {
 	return DatasetStream{

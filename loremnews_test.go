@@ -81,3 +81,20 @@ func TestErrorCodeAndMessage(t *testing.T) {
 		t.Fatal("nil error has a code")
 	}
 }
+
+func TestDatasetTrueCounts(t *testing.T) {
+	ds := &loremnews.Dataset{
+		Users: []*loremnews.User{{ID: 1}, {ID: 2}, {ID: 3}},
+		Posts: []*loremnews.Post{{ID: 10, UserID: 1}, {ID: 11, UserID: 1}, {ID: 12, UserID: 2}},
+		Comments: []*loremnews.Comment{
+			{ID: 100, PostID: 10}, {ID: 101, PostID: 10}, {ID: 102, PostID: 12}, {ID: 103, PostID: 10},
+		},
+	}
+	posts, comments := ds.TrueCounts()
+	if posts[1] != 2 || posts[2] != 1 || posts[3] != 0 || len(posts) != 2 {
+		t.Errorf("posts by user = %v", posts)
+	}
+	if comments[10] != 3 || comments[11] != 0 || comments[12] != 1 || len(comments) != 2 {
+		t.Errorf("comments by post = %v", comments)
+	}
+}

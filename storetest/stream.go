@@ -81,14 +81,7 @@ func cancelAfter[T any](rows iter.Seq[T], n int, cancel func()) iter.Seq[T] {
 // wantCounts sets the counter caches of ds to the true counts, as a store
 // does after a load.
 func wantCounts(ds *loremnews.Dataset) {
-	posts := map[int64]int{}
-	comments := map[int64]int{}
-	for _, p := range ds.Posts {
-		posts[p.UserID]++
-	}
-	for _, c := range ds.Comments {
-		comments[c.PostID]++
-	}
+	posts, comments := ds.TrueCounts()
 	for _, u := range ds.Users {
 		u.PostsCount = posts[u.ID]
 	}

@@ -125,14 +125,7 @@ func copyTarget(s string) dbFlags {
 // compareCounters says which of the source's counter caches disagreed with
 // its rows (ImportDataset recomputes them).
 func compareCounters(ds *loremnews.Dataset) string {
-	posts := map[int64]int{}
-	comments := map[int64]int{}
-	for _, p := range ds.Posts {
-		posts[p.UserID]++
-	}
-	for _, c := range ds.Comments {
-		comments[c.PostID]++
-	}
+	posts, comments := ds.TrueCounts()
 	var wrong []string
 	for _, u := range ds.Users {
 		if u.PostsCount != posts[u.ID] {
