@@ -86,14 +86,20 @@ func (d *dbFlags) postgres() bool { return postgres.IsURL(d.dsn) }
 
 // open opens the SQLite file or the PostgreSQL database --db names.
 func (d *dbFlags) open(ctx context.Context) (loremnews.Database, error) {
+	// Each branch returns a nil interface on failure, never an interface
+	// holding a nil *DB (which would compare unequal to nil).
 	if d.postgres() {
-		return postgres.Open(ctx, postgres.Config{
+		db, err := postgres.Open(ctx, postgres.Config{
 			URL:               d.dsn,
 			MaxConns:          d.pgMaxConns,
 			SynchronousCommit: d.pgSyncCommit,
 			WriterTimeout:     d.writerTimeout,
 			OnWriteWait:       d.onWriteWait,
 		})
+		if err != nil {
+			return nil, err
+		}
+		return db, nil
 	}
 	db, err := d.openSQLite(ctx)
 	if err != nil {
