@@ -133,7 +133,7 @@ func parseLoadFlags(args []string, stdout, stderr io.Writer) (loadCommand, error
 		}
 		cfg.Body = b
 	}
-	return loadCommand{cfg: cfg, asJSON: asJSON, progress: !noProgress && !noTUI && isTerminal(stderr), maxErrorRate: maxErrorRate}, nil
+	return loadCommand{cfg: cfg, asJSON: asJSON, progress: !noProgress && !noTUI && onTerminal(stderr), maxErrorRate: maxErrorRate}, nil
 }
 
 // run sends the load and reports it.
@@ -217,15 +217,6 @@ func progressLine(cfg load.Config, p load.Progress) string {
 	return fmt.Sprintf("[%s%s] %3.0f%%  %s  %s elapsed, %s left  %.0f req/s  %d errors",
 		strings.Repeat("█", filled), strings.Repeat("░", width-filled), 100*frac, done,
 		p.Elapsed.Round(100*time.Millisecond), max(remaining, 0).Round(100*time.Millisecond), p.RPS, p.Failures)
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // printResult writes the familiar hey/oha layout. Every latency is in the
