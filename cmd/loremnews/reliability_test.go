@@ -49,9 +49,9 @@ func openDB(t *testing.T, dsn string) loremnews.Database {
 	return db
 }
 
-// counts opens a SQLite file apart and counts its users, posts and
-// comments.
-func counts(t *testing.T, path string) [3]int {
+// consistency opens a SQLite file apart and checks it: integrity, foreign
+// keys, counter caches, and the rows it holds.
+func consistency(t *testing.T, path string) loremnews.Consistency {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), sqlite.Config{DSN: path})
 	if err != nil {
@@ -60,9 +60,9 @@ func counts(t *testing.T, path string) [3]int {
 	defer db.Close()
 	c, err := db.CheckConsistency(context.Background())
 	if err != nil {
-		t.Fatalf("count %s: %v", path, err)
+		t.Fatalf("check %s: %v", path, err)
 	}
-	return [3]int{c.Users, c.Posts, c.Comments}
+	return c
 }
 
 // eachBackend runs test on a fresh SQLite file and on a fresh PostgreSQL
@@ -401,8 +401,15 @@ func TestLitestreamReplicaRestores(t *testing.T) {
 		out, err := exec.Command(litestream, "restore", "-o", path, replica).CombinedOutput()
 		if err != nil {
 			lastTry = fmt.Sprintf("%v: %s", err, out)
-		} else if got := counts(t, path); got != [3]int{live.Users, live.Posts, live.Comments} {
-			lastTry = fmt.Sprintf("users, posts, comments %v, live %+v", got, live)
+		} else if got := consistency(t, path); [3]int{got.Users, got.Posts, got.Comments} != [3]int{live.Users, live.Posts, live.Comments} {
+			lastTry = fmt.Sprintf("users, posts, comments %d, %d, %d; live %+v", got.Users, got.Posts, got.Comments, live)
+		} else if !got.OK() {
+			// Litestream 0.3.13 has been seen to restore the live rows
+			// with an index entry missing (about one run in fifteen of
+			// this package); docs/reliability.md says to check every
+			// restore and restore again. Logged, so it is never silent.
+			lastTry = fmt.Sprintf("the live rows, but inconsistent: %+v", got)
+			t.Logf("restore %d: %s", attempt, lastTry)
 		} else {
 			restored = path
 			return true
