@@ -2,7 +2,9 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/loremnews/loremnews"
@@ -75,4 +77,57 @@ func BenchmarkWrites(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkBinding reads the index's listing (100 posts with their
+// authors) on one read connection, through database/sql as the store does
+// and through go-sqlite3's driver interface directly: the difference is
+// what database/sql costs per listing, the first measure to take before
+// changing the binding.
+func BenchmarkBinding(b *testing.B) {
+	ctx := context.Background()
+	db := benchDB(b)
+	conn, err := db.ReadConn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	for _, path := range []struct {
+		name string
+		read func(context.Context, *sql.Conn, int64, int) ([]*loremnews.Post, error)
+	}{
+		{"database_sql", db.ListingThroughSQL},
+		{"driver", db.ListingThroughDriver},
+	} {
+		b.Run(path.name, func(b *testing.B) {
+			for b.Loop() {
+				if posts, err := path.read(ctx, conn, 501, 100); err != nil || len(posts) != 100 {
+					b.Fatalf("%d posts, %v", len(posts), err)
+				}
+			}
+		})
+	}
+}
+
+// The two paths of BenchmarkBinding read the same rows.
+func TestBindingPathsAgree(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t, "")
+	MustSeed(t, db, 10, 150)
+	conn, err := db.ReadConn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	viaSQL, err := db.ListingThroughSQL(ctx, conn, 120, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaDriver, err := db.ListingThroughDriver(ctx, conn, 120, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(viaSQL) != 100 || !reflect.DeepEqual(viaSQL, viaDriver) {
+		t.Fatalf("database/sql read %d posts, the driver %d; first: %+v / %+v", len(viaSQL), len(viaDriver), viaSQL[0], viaDriver[0])
+	}
 }

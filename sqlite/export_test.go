@@ -3,7 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"io"
 	"testing"
+	"time"
+
+	"github.com/loremnews/loremnews"
+	"github.com/mattn/go-sqlite3"
 )
 
 // Test-only access to internals, for package sqlite_test.
@@ -72,3 +78,52 @@ func (db *DB) PageCount(tb testing.TB) int {
 	}
 	return n
 }
+
+// listingSQL is PostsBefore's statement, for the binding benchmark.
+const listingSQL = `SELECT ` + postSummaryColumns + `, ` + authorColumns + `
+		FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id < ? ORDER BY p.id DESC LIMIT ?`
+
+// ListingThroughSQL reads PostsBefore's rows on one read connection
+// through database/sql, as the store does (without the read slot).
+func (db *DB) ListingThroughSQL(ctx context.Context, conn *sql.Conn, beforeID int64, limit int) ([]*loremnews.Post, error) {
+	return queryPosts(ctx, conn, `WHERE p.id < ? ORDER BY p.id DESC LIMIT ?`, beforeID, limit)
+}
+
+// ListingThroughDriver reads the same rows on the same kind of connection
+// through go-sqlite3's driver interface directly, skipping database/sql
+// (its locks, its Rows and Scan's conversions), to measure what that
+// layer costs on this workload.
+func (db *DB) ListingThroughDriver(ctx context.Context, conn *sql.Conn, beforeID int64, limit int) ([]*loremnews.Post, error) {
+	var posts []*loremnews.Post
+	err := conn.Raw(func(dc any) error {
+		c := dc.(*sqlite3.SQLiteConn)
+		rows, err := c.QueryContext(ctx, listingSQL, []driver.NamedValue{{Ordinal: 1, Value: beforeID}, {Ordinal: 2, Value: int64(limit)}})
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		dest := make([]driver.Value, 7)
+		for {
+			if err := rows.Next(dest); err == io.EOF {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			p := &loremnews.Post{Author: &loremnews.User{}}
+			p.ID, _ = dest[0].(int64)
+			p.UserID, _ = dest[1].(int64)
+			p.Title, _ = dest[2].(string)
+			n, _ := dest[3].(int64)
+			p.CommentsCount = int(n)
+			secs, _ := dest[4].(int64)
+			p.CreatedAt = time.Unix(secs, 0).UTC()
+			p.Author.ID, _ = dest[5].(int64)
+			p.Author.ScreenName, _ = dest[6].(string)
+			posts = append(posts, p)
+		}
+	})
+	return posts, err
+}
+
+// ReadConn is a connection of the read pool, for the binding benchmark.
+func (db *DB) ReadConn(ctx context.Context) (*sql.Conn, error) { return db.readDB.Conn(ctx) }
