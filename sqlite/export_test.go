@@ -127,3 +127,14 @@ func (db *DB) ListingThroughDriver(ctx context.Context, conn *sql.Conn, beforeID
 
 // ReadConn is a connection of the read pool, for the binding benchmark.
 func (db *DB) ReadConn(ctx context.Context) (*sql.Conn, error) { return db.readDB.Conn(ctx) }
+
+// ReadForTest runs fn as a read of the read pool, in its slot, as the
+// store's reads run.
+func (db *DB) ReadForTest(ctx context.Context, fn func() error) error {
+	return db.read(ctx, func(querier) error { return fn() })
+}
+
+// EnterReadForTest takes a read slot, as a read does before its query.
+func (db *DB) EnterReadForTest(ctx context.Context) (leave func(), err error) {
+	return db.enterRead(ctx)
+}
