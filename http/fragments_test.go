@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"html"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -96,6 +97,46 @@ func TestAppendDate(t *testing.T) {
 		want := u.Format("2 Jan 2006 15:04 MST")
 		if got := string(appendDate(nil, u)); got != want {
 			t.Fatalf("appendDate(%v) = %q, want %q", u, got, want)
+		}
+	}
+}
+
+// The row lists write the markup the templates wrote for these rows, byte
+// for byte: escaped titles and names, the reader's own name as "you", the
+// count's singular, a comment's paragraphs.
+func TestRowLists(t *testing.T) {
+	at := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
+	tm := `<time datetime="` + at.UTC().Format(time.RFC3339) + `" title="` + at.UTC().Format("2 Jan 2006 15:04 MST") + `">3 hours ago</time>`
+	odd := &loremnews.User{ID: 2, ScreenName: `b<o>b & "co"`}
+	post := &loremnews.Post{ID: 101, UserID: 2, Author: odd, Title: `<script>alert('x')</script>`, CommentsCount: 1, CreatedAt: at}
+	render := func(c interface {
+		Render(context.Context, io.Writer) error
+	}) string {
+		var b strings.Builder
+		if err := c.Render(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	const title = `&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;`
+	for _, tc := range []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"index row", render(postRows{&basePage{}, []*loremnews.Post{post}}),
+			`<li id="post-101"><a class="title" href="/posts/101">` + title + `</a><div class="meta">by <a href="/users/2">b&lt;o&gt;b &amp; &#34;co&#34;</a> · ` + tm + ` · <a href="/posts/101#comments">1 comment</a></div></li>`},
+		{"index row, the reader's own", render(postRows{&basePage{CurrentUser: odd}, []*loremnews.Post{post}}),
+			`<li id="post-101"><a class="title" href="/posts/101">` + title + `</a><div class="meta">by you · ` + tm + ` · <a href="/posts/101#comments">1 comment</a></div></li>`},
+		{"user's post row", render(userPostRows{post, {ID: 7, Title: "a&b", CommentsCount: 2, CreatedAt: at}}),
+			`<li><a class="title" href="/posts/101">` + title + `</a><div class="meta">` + tm + ` · 1 comment</div></li>` +
+				`<li><a class="title" href="/posts/7">a&amp;b</a><div class="meta">` + tm + ` · 2 comments</div></li>`},
+		{"user's comment row", render(userCommentRows{{ID: 9, PostID: 101, Post: post, Body: "One <b>.\r\n\r\n  \n\nTwo & three\nsame", CreatedAt: at}}),
+			`<li id="comment-9"><div class="meta">on <a href="/posts/101#comment-9">` + title + `</a> · ` + tm + `</div><div class="body"><p>One &lt;b&gt;.</p><p>Two &amp; three` + "\n" + `same</p></div></li>`},
+		{"no rows", render(userCommentRows(nil)), ``},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, tc.got, tc.want)
 		}
 	}
 }
