@@ -89,3 +89,24 @@ func wantCounts(ds *loremnews.Dataset) {
 		p.CommentsCount = comments[p.ID]
 	}
 }
+
+func testSeedLoad(t *testing.T, open Opener) {
+	db := open(t)
+	ds := MustSeed(t, db, 20, 50)
+	c := MustBeConsistent(t, db)
+	if c.Users != 20 || c.Posts != 50 || c.Comments != len(ds.Comments) || c.Comments < 50*5 || c.Comments > 50*15 {
+		t.Fatalf("counts = %+v", c)
+	}
+	// Reseeding replaces everything, ids start again at 1.
+	MustSeed(t, db, 10, 5)
+	c = MustBeConsistent(t, db)
+	if c.Users != 10 || c.Posts != 5 {
+		t.Fatalf("after reseed: %+v", c)
+	}
+	if _, err := db.FindPostByID(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if empty, err := db.Empty(context.Background()); err != nil || empty {
+		t.Fatalf("empty = %v, %v", empty, err)
+	}
+}

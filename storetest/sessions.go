@@ -1,0 +1,93 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/loremnews/loremnews"
+)
+
+func testSessions(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	alice := MustCreateUser(t, db, "alice")
+	s := &loremnews.Session{UserID: alice.ID, TokenDigest: []byte("digest-1"), UserAgent: "Firefox", IPAddress: "127.0.0.1"}
+	if err := db.CreateSession(ctx, s); err != nil || s.ID == 0 {
+		t.Fatalf("create = %+v, %v", s, err)
+	}
+	got, u, err := db.FindSessionByTokenDigest(ctx, []byte("digest-1"), loremnews.SessionLimits{})
+	if err != nil || got.ID != s.ID || u.ID != alice.ID || !bytes.Equal(got.TokenDigest, []byte("digest-1")) || got.UserAgent != "Firefox" {
+		t.Fatalf("find = %+v %+v, %v", got, u, err)
+	}
+	if err := db.TouchSession(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	list, err := db.UserSessions(ctx, alice.ID, loremnews.SessionLimits{})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list = %v, %v", list, err)
+	}
+	err = db.CreateSession(ctx, &loremnews.Session{UserID: 999, TokenDigest: []byte("x")})
+	wantCode(t, err, loremnews.ENOTFOUND)
+	if err := db.DeleteSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = db.FindSessionByTokenDigest(ctx, []byte("digest-1"), loremnews.SessionLimits{})
+	wantCode(t, err, loremnews.ENOTFOUND)
+	wantCode(t, db.DeleteSession(ctx, s.ID), loremnews.ENOTFOUND)
+}
+
+// testSessionLimits: a session past its idle limit or its lifetime is not
+// found, nor listed, and DeleteExpiredSessions removes exactly those rows.
+// The rows are loaded with their times, as a server would have left them.
+func testSessionLimits(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	day := 24 * time.Hour
+	alice := &loremnews.User{ID: 1, ScreenName: "alice", PasswordDigest: "digest", CreatedAt: now.Add(-400 * day), UpdatedAt: now.Add(-400 * day), LastSeenAt: now}
+	session := func(id int64, created, active time.Duration) *loremnews.Session {
+		return &loremnews.Session{ID: id, UserID: 1, TokenDigest: []byte(fmt.Sprint("digest-", id)), UserAgent: "UA",
+			CreatedAt: now.Add(-created), UpdatedAt: now.Add(-active)}
+	}
+	ds := &loremnews.Dataset{Users: []*loremnews.User{alice}, Sessions: []*loremnews.Session{
+		session(1, 90*day, 90*day),    // signed in 90 days ago, never seen since
+		session(2, 90*day, time.Hour), // active an hour ago, but signed in 90 days ago
+		session(3, 10*day, 8*day),     // idle for 8 days
+		session(4, 10*day, time.Hour), // live
+	}}
+	if err := db.ImportDataset(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	limits := loremnews.SessionLimits{Idle: 7 * day, Lifetime: 30 * day}
+
+	// No limits: every row is found (what a store without limits did).
+	for id := 1; id <= 4; id++ {
+		if _, _, err := db.FindSessionByTokenDigest(ctx, []byte(fmt.Sprint("digest-", id)), loremnews.SessionLimits{}); err != nil {
+			t.Fatalf("session %d without limits: %v", id, err)
+		}
+	}
+	for id := 1; id <= 3; id++ {
+		_, _, err := db.FindSessionByTokenDigest(ctx, []byte(fmt.Sprint("digest-", id)), limits)
+		wantCode(t, err, loremnews.ENOTFOUND)
+	}
+	if s, _, err := db.FindSessionByTokenDigest(ctx, []byte("digest-4"), limits); err != nil || s.ID != 4 {
+		t.Fatalf("live session = %+v, %v", s, err)
+	}
+	list, err := db.UserSessions(ctx, 1, limits)
+	if err != nil || len(list) != 1 || list[0].ID != 4 {
+		t.Fatalf("listed sessions = %v, %v", list, err)
+	}
+	n, err := db.DeleteExpiredSessions(ctx, limits)
+	if err != nil || n != 3 {
+		t.Fatalf("deleted %d expired sessions, %v; want 3", n, err)
+	}
+	if c := MustBeConsistent(t, db); c.Sessions != 1 {
+		t.Fatalf("%d sessions left, want 1", c.Sessions)
+	}
+	if n, err := db.DeleteExpiredSessions(ctx, limits); err != nil || n != 0 {
+		t.Fatalf("second purge deleted %d, %v", n, err)
+	}
+}
