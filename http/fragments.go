@@ -223,7 +223,7 @@ func appendParagraphs(b []byte, s string) []byte {
 	return b
 }
 
-// The three long lists of the site, a row per post or comment (a hundred
+// The four long lists of the site, a row per post or comment (a hundred
 // on the index): each is one component that builds a row in a buffer it
 // reuses and writes it whole, so a row costs no allocation of its own.
 // The markup is what the templates wrote for these rows, byte for byte
@@ -306,6 +306,35 @@ func (r userCommentRows) Render(_ context.Context, w io.Writer) error {
 		b = appendEscaped(b, c.Post.Title)
 		b = append(b, `</a> · `...)
 		b = appendTimeAgo(b, c.CreatedAt)
+		b = append(b, `</div><div class="body">`...)
+		b = appendParagraphs(b, c.Body)
+		return append(b, `</div></li>`...)
+	})
+}
+
+// postCommentRows are a post's comments on its page: author, age, the
+// reader's own edit and delete links, the paragraphs.
+type postCommentRows struct {
+	b        *basePage
+	comments []*loremnews.Comment
+}
+
+func (r postCommentRows) Render(_ context.Context, w io.Writer) error {
+	return writeRows(w, r.comments, func(b []byte, c *loremnews.Comment) []byte {
+		b = append(b, `<li id="comment-`...)
+		b = strconv.AppendInt(b, c.ID, 10)
+		b = append(b, `"><div class="meta">`...)
+		b = author(r.b, c.Author).append(b)
+		b = append(b, ` · `...)
+		b = appendTimeAgo(b, c.CreatedAt)
+		if r.b.Owns(c.UserID) {
+			// Two spaces before each link, as the template wrote them.
+			b = append(b, ` ·  <a href="/comments/`...)
+			b = strconv.AppendInt(b, c.ID, 10)
+			b = append(b, `/edit">Edit</a> ·  <a class="danger" href="/comments/`...)
+			b = strconv.AppendInt(b, c.ID, 10)
+			b = append(b, `/delete">Delete</a>`...)
+		}
 		b = append(b, `</div><div class="body">`...)
 		b = appendParagraphs(b, c.Body)
 		return append(b, `</div></li>`...)

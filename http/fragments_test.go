@@ -133,6 +133,12 @@ func TestRowLists(t *testing.T) {
 				`<li><a class="title" href="/posts/7">a&amp;b</a><div class="meta">` + tm + ` · 2 comments</div></li>`},
 		{"user's comment row", render(userCommentRows{{ID: 9, PostID: 101, Post: post, Body: "One <b>.\r\n\r\n  \n\nTwo & three\nsame", CreatedAt: at}}),
 			`<li id="comment-9"><div class="meta">on <a href="/posts/101#comment-9">` + title + `</a> · ` + tm + `</div><div class="body"><p>One &lt;b&gt;.</p><p>Two &amp; three` + "\n" + `same</p></div></li>`},
+		{"post's comment rows, the reader's own with its links", render(postCommentRows{&basePage{CurrentUser: odd}, []*loremnews.Comment{
+			{ID: 9, UserID: 2, Author: odd, Body: "Mine", CreatedAt: at},
+			{ID: 8, UserID: 1, Author: &loremnews.User{ID: 1, ScreenName: "al"}, Body: "Theirs", CreatedAt: at},
+		}}),
+			`<li id="comment-9"><div class="meta">you · ` + tm + ` ·  <a href="/comments/9/edit">Edit</a> ·  <a class="danger" href="/comments/9/delete">Delete</a></div><div class="body"><p>Mine</p></div></li>` +
+				`<li id="comment-8"><div class="meta"><a href="/users/1">al</a> · ` + tm + `</div><div class="body"><p>Theirs</p></div></li>`},
 		{"no rows", render(userCommentRows(nil)), ``},
 	} {
 		if tc.got != tc.want {
