@@ -227,7 +227,7 @@ func appendParagraphs(b []byte, s string) []byte {
 // on the index): each is one component that builds a row in a buffer it
 // reuses and writes it whole, so a row costs no allocation of its own.
 // The markup is what the templates wrote for these rows, byte for byte
-// (TestRowLists); the gain is in the performance log (attempt 32).
+// (TestRowLists); the gain is in the performance log (attempts 32, 34).
 
 // writeRows writes each row as appendRow builds it, in one buffer reused
 // for the whole list.
