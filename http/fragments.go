@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"io"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -194,10 +195,7 @@ func (a authorLink) append(b []byte) []byte {
 type paragraphsOf string
 
 func (s paragraphsOf) Render(_ context.Context, w io.Writer) error {
-	for p := range strings.SplitSeq(strings.ReplaceAll(string(s), "\r\n", "\n"), "\n\n") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
+	for p := range paragraphs(string(s)) {
 		if _, err := io.WriteString(w, "<p>"); err != nil {
 			return err
 		}
@@ -213,14 +211,24 @@ func (s paragraphsOf) Render(_ context.Context, w io.Writer) error {
 
 // appendParagraphs appends s as paragraphsOf writes it.
 func appendParagraphs(b []byte, s string) []byte {
-	for p := range strings.SplitSeq(strings.ReplaceAll(s, "\r\n", "\n"), "\n\n") {
-		if p = strings.TrimSpace(p); p != "" {
-			b = append(b, "<p>"...)
-			b = appendEscaped(b, p)
-			b = append(b, "</p>"...)
-		}
+	for p := range paragraphs(s) {
+		b = append(b, "<p>"...)
+		b = appendEscaped(b, p)
+		b = append(b, "</p>"...)
 	}
 	return b
+}
+
+// paragraphs yields the paragraphs of s: split on blank lines, each
+// trimmed, empty ones dropped.
+func paragraphs(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for p := range strings.SplitSeq(strings.ReplaceAll(s, "\r\n", "\n"), "\n\n") {
+			if p = strings.TrimSpace(p); p != "" && !yield(p) {
+				return
+			}
+		}
+	}
 }
 
 // The four long lists of the site, a row per post or comment (a hundred

@@ -79,14 +79,18 @@ func (db *DB) PageCount(tb testing.TB) int {
 	return n
 }
 
-// listingSQL is PostsBefore's statement, for the binding benchmark.
-const listingSQL = `SELECT ` + postSummaryColumns + `, ` + authorColumns + `
-		FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id < ? ORDER BY p.id DESC LIMIT ?`
+// listingTail is PostsBefore's WHERE/ORDER/LIMIT, and listingSQL the whole
+// statement queryPosts builds from it, for the binding benchmark.
+const (
+	listingTail = `WHERE p.id < ? ORDER BY p.id DESC LIMIT ?`
+	listingSQL  = `SELECT ` + postSummaryColumns + `, ` + authorColumns + `
+		FROM posts p JOIN users u ON u.id = p.user_id ` + listingTail
+)
 
 // ListingThroughSQL reads PostsBefore's rows on one read connection
 // through database/sql, as the store does (without the read slot).
 func (db *DB) ListingThroughSQL(ctx context.Context, conn *sql.Conn, beforeID int64, limit int) ([]*loremnews.Post, error) {
-	return queryPosts(ctx, conn, `WHERE p.id < ? ORDER BY p.id DESC LIMIT ?`, beforeID, limit)
+	return queryPosts(ctx, conn, listingTail, beforeID, limit)
 }
 
 // ListingThroughDriver reads the same rows on the same kind of connection

@@ -56,17 +56,16 @@ func parseBackupFlags(args []string, stdout io.Writer) (backupCommand, error) {
 
 // run writes the backup, opens it and checks it, and says what it did.
 func (cmd backupCommand) run(ctx context.Context, stdout io.Writer) error {
-	to := cmd.to
 	db, err := cmd.db.openSQLite(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	took, err := db.Backup(ctx, to)
+	took, err := db.Backup(ctx, cmd.to)
 	if err != nil {
 		return err
 	}
-	copyDB, err := sqlite.Open(ctx, sqlite.Config{DSN: to})
+	copyDB, err := sqlite.Open(ctx, sqlite.Config{DSN: cmd.to})
 	if err != nil {
 		return fmt.Errorf("open the backup: %w", err)
 	}
@@ -76,10 +75,10 @@ func (cmd backupCommand) run(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	if !c.OK() {
-		return fmt.Errorf("the backup %s is inconsistent: %+v", to, c)
+		return fmt.Errorf("the backup %s is inconsistent: %+v", cmd.to, c)
 	}
-	fi, _ := os.Stat(to)
+	fi, _ := os.Stat(cmd.to)
 	fmt.Fprintf(stdout, "backed up %s to %s in %s: %d bytes; %d users, %d posts, %d comments; integrity ok\n",
-		db.Path(), to, took.Round(1e6), fi.Size(), c.Users, c.Posts, c.Comments)
+		db.Path(), cmd.to, took.Round(1e6), fi.Size(), c.Users, c.Posts, c.Comments)
 	return nil
 }
