@@ -98,6 +98,7 @@ func BenchmarkBinding(b *testing.B) {
 	}{
 		{"database_sql", db.ListingThroughSQL},
 		{"driver", db.ListingThroughDriver},
+		{"row_reader", db.ListingThroughRowReader},
 	} {
 		b.Run(path.name, func(b *testing.B) {
 			for b.Loop() {
@@ -109,7 +110,7 @@ func BenchmarkBinding(b *testing.B) {
 	}
 }
 
-// The two paths of BenchmarkBinding read the same rows.
+// The paths of BenchmarkBinding read the same rows.
 func TestBindingPathsAgree(t *testing.T) {
 	ctx := context.Background()
 	db := MustOpenDB(t, "")
@@ -123,11 +124,19 @@ func TestBindingPathsAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	viaDriver, err := db.ListingThroughDriver(ctx, conn, 120, 100)
-	if err != nil {
-		t.Fatal(err)
+	if len(viaSQL) != 100 {
+		t.Fatalf("database/sql read %d posts, want 100", len(viaSQL))
 	}
-	if len(viaSQL) != 100 || !reflect.DeepEqual(viaSQL, viaDriver) {
-		t.Fatalf("database/sql read %d posts, the driver %d; first: %+v / %+v", len(viaSQL), len(viaDriver), viaSQL[0], viaDriver[0])
+	for name, read := range map[string]func(context.Context, *sql.Conn, int64, int) ([]*loremnews.Post, error){
+		"the driver":     db.ListingThroughDriver,
+		"the row reader": db.ListingThroughRowReader,
+	} {
+		got, err := read(ctx, conn, 120, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(viaSQL, got) {
+			t.Errorf("database/sql read %d posts, %s %d; first: %+v / %+v", len(viaSQL), name, len(got), viaSQL[0], got[0])
+		}
 	}
 }

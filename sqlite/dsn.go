@@ -4,7 +4,6 @@ package sqlite
 // connection runs when it opens, and the connector that applies them.
 
 import (
-	"context"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loremnews/loremnews/sqlitedb"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -78,14 +78,9 @@ func parseDSN(dsn string) (path string, params url.Values, pragmas []pragma, err
 	return path, params, pragmas, nil
 }
 
-// connector opens connections with the given settings; sql.OpenDB calls it
+// newConnector opens connections with the given settings; sql.OpenDB calls it
 // for every new pooled connection, so every connection gets the pragmas.
-type connector struct {
-	dsn    string
-	driver *sqlite3.SQLiteDriver
-}
-
-func newConnector(path string, params url.Values, busyTimeout time.Duration, txlock string, pragmas []pragma) *connector {
+func newConnector(path string, params url.Values, busyTimeout time.Duration, txlock string, pragmas []pragma) driver.Connector {
 	p := url.Values{}
 	for k, v := range params {
 		p[k] = v
@@ -120,11 +115,5 @@ func newConnector(path string, params url.Values, busyTimeout time.Duration, txl
 		}
 		return nil
 	}
-	return &connector{
-		dsn:    "file:" + path + "?" + p.Encode(),
-		driver: &sqlite3.SQLiteDriver{ConnectHook: hook},
-	}
+	return sqlitedb.NewConnector("file:"+path+"?"+p.Encode(), hook)
 }
-
-func (c *connector) Connect(context.Context) (driver.Conn, error) { return c.driver.Open(c.dsn) }
-func (c *connector) Driver() driver.Driver                        { return c.driver }

@@ -88,7 +88,7 @@ const (
 )
 
 // ListingThroughSQL reads PostsBefore's rows on one read connection
-// through database/sql, as the store does (without the read slot).
+// through database/sql, as the store does in a write transaction.
 func (db *DB) ListingThroughSQL(ctx context.Context, conn *sql.Conn, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	return queryPosts(ctx, conn, listingTail, beforeID, limit)
 }
@@ -100,7 +100,7 @@ func (db *DB) ListingThroughSQL(ctx context.Context, conn *sql.Conn, beforeID in
 func (db *DB) ListingThroughDriver(ctx context.Context, conn *sql.Conn, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
 	err := conn.Raw(func(dc any) error {
-		c := dc.(*sqlite3.SQLiteConn)
+		c := dc.(sqliteConn).SQLiteConnOf()
 		rows, err := c.QueryContext(ctx, listingSQL, []driver.NamedValue{{Ordinal: 1, Value: beforeID}, {Ordinal: 2, Value: int64(limit)}})
 		if err != nil {
 			return err
@@ -127,6 +127,15 @@ func (db *DB) ListingThroughDriver(ctx context.Context, conn *sql.Conn, beforeID
 		}
 	})
 	return posts, err
+}
+
+// sqliteConn is a pooled connection that can give go-sqlite3's own.
+type sqliteConn interface{ SQLiteConnOf() *sqlite3.SQLiteConn }
+
+// ListingThroughRowReader reads the same rows as PostsBefore does: through
+// the row reader (sqlitedb.Query), without the read slot.
+func (db *DB) ListingThroughRowReader(ctx context.Context, conn *sql.Conn, beforeID int64, limit int) ([]*loremnews.Post, error) {
+	return queryPosts(ctx, readConn{conn}, listingTail, beforeID, limit)
 }
 
 // ReadConn is a connection of the read pool, for the binding benchmark.

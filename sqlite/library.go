@@ -4,13 +4,13 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/mattn/go-sqlite3"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // LibraryInfo reports the linked SQLite's version and the options it was
 // compiled with (PRAGMA compile_options), to confirm a build's CGO_CFLAGS.
 func LibraryInfo() (version string, options []string, err error) {
-	db := sql.OpenDB(&connector{dsn: "file::memory:", driver: &sqlite3.SQLiteDriver{}})
+	db := sql.OpenDB(sqlitedb.NewConnector("file::memory:", nil))
 	defer db.Close()
 	if err := db.QueryRow(`SELECT sqlite_version()`).Scan(&version); err != nil {
 		return "", nil, fmt.Errorf("sqlite version: %w", err)

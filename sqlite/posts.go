@@ -30,21 +30,12 @@ func scanPost(s scanner, extra ...any) (*loremnews.Post, error) {
 	return &p, nil
 }
 
-// unixSeconds scans whole Unix seconds into a time.Time in UTC. Listings
-// select their one time as unixepoch(created_at), to the second, which is
-// as precise as a page shows it: SQLite reads the stored text in C, where
-// the driver would parse every DATETIME of a hundred-row listing with Go's
+// unixTime is whole Unix seconds as a time.Time in UTC. Listings select
+// their one time as unixepoch(created_at), to the second, which is as
+// precise as a page shows it: SQLite reads the stored text in C, where the
+// driver would parse every DATETIME of a hundred-row listing with Go's
 // general time.Parse.
-type unixSeconds struct{ t *time.Time }
-
-func (u unixSeconds) Scan(v any) error {
-	n, ok := v.(int64)
-	if !ok {
-		return fmt.Errorf("sqlite: want a time as Unix seconds, got %T", v)
-	}
-	*u.t = time.Unix(n, 0).UTC()
-	return nil
-}
+func unixTime(secs int64) time.Time { return time.Unix(secs, 0).UTC() }
 
 // authorColumns is what pages show of an author: listings select only
 // these, not the whole user row (every extra column is copied out of SQLite
@@ -66,7 +57,7 @@ func scanPostWithAuthor(s scanner) (*loremnews.Post, error) {
 // creation time) with their authors' ids and screen names;
 // tail is the WHERE/ORDER/LIMIT part.
 func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Post, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+postSummaryColumns+`, `+authorColumns+`
+	rows, err := queryRows(ctx, q, `SELECT `+postSummaryColumns+`, `+authorColumns+`
 		FROM posts p JOIN users u ON u.id = p.user_id `+tail, args...)
 	if err != nil {
 		return nil, err
@@ -75,9 +66,11 @@ func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*lo
 	var posts []*loremnews.Post
 	for rows.Next() {
 		p := &loremnews.Post{Author: &loremnews.User{}}
-		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, unixSeconds{&p.CreatedAt}, &p.Author.ID, &p.Author.ScreenName); err != nil {
+		var created int64
+		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &created, &p.Author.ID, &p.Author.ScreenName); err != nil {
 			return nil, err
 		}
+		p.CreatedAt = unixTime(created)
 		posts = append(posts, p)
 	}
 	return posts, rows.Err()
@@ -259,7 +252,7 @@ func wasDeleted(ctx context.Context, q querier, table string, id int64, notFound
 // queryPostComments lists a post's comments, newest first, with their
 // authors; every row is on post p, so it does not join posts again.
 func queryPostComments(ctx context.Context, q querier, p *loremnews.Post) ([]*loremnews.Comment, error) {
-	rows, err := q.QueryContext(ctx, `SELECT c.id, c.user_id, c.body, unixepoch(c.created_at), u.screen_name
+	rows, err := queryRows(ctx, q, `SELECT c.id, c.user_id, c.body, unixepoch(c.created_at), u.screen_name
 		FROM comments c JOIN users u ON u.id = c.user_id
 		WHERE c.post_id = ? ORDER BY c.id DESC`, p.ID)
 	if err != nil {
@@ -269,9 +262,11 @@ func queryPostComments(ctx context.Context, q querier, p *loremnews.Post) ([]*lo
 	var comments []*loremnews.Comment
 	for rows.Next() {
 		c := &loremnews.Comment{PostID: p.ID, Post: p, Author: &loremnews.User{}}
-		if err := rows.Scan(&c.ID, &c.UserID, &c.Body, unixSeconds{&c.CreatedAt}, &c.Author.ScreenName); err != nil {
+		var created int64
+		if err := rows.Scan(&c.ID, &c.UserID, &c.Body, &created, &c.Author.ScreenName); err != nil {
 			return nil, err
 		}
+		c.CreatedAt = unixTime(created)
 		c.Author.ID = c.UserID
 		comments = append(comments, c)
 	}

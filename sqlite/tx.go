@@ -8,6 +8,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // querier is what read helpers need: a pool, a connection or a transaction.
@@ -17,24 +19,71 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// uncancellable runs a read's statements without watching the request's
-// context. Watching it costs a goroutine per statement (database/sql starts
-// one for each Rows, the driver one for each Exec) — more work than most of
-// our statements — and a read takes milliseconds at most, so a client that
-// leaves gets its read finished rather than interrupted. Waiting for a pool
+// readConn is a read's connection of the read pool; queryRows reads
+// listings on it through the row reader, straight into typed values.
+//
+// Its statements run without watching the request's context. Watching it
+// costs a goroutine per statement (database/sql starts one for each Rows,
+// the driver one for each Exec) — more work than most of our statements —
+// and a read takes milliseconds at most, so a client that leaves gets its
+// read finished rather than interrupted. Waiting for a read slot or a pool
 // connection still ends with the request.
-type uncancellable struct{ q querier }
+type readConn struct{ conn *sql.Conn }
 
-func (u uncancellable) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return u.q.QueryContext(context.WithoutCancel(ctx), query, args...)
+func (r readConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return r.conn.QueryContext(context.WithoutCancel(ctx), query, args...)
 }
 
-func (u uncancellable) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return u.q.QueryRowContext(context.WithoutCancel(ctx), query, args...)
+func (r readConn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return r.conn.QueryRowContext(context.WithoutCancel(ctx), query, args...)
 }
 
-func (u uncancellable) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return u.q.ExecContext(context.WithoutCancel(ctx), query, args...)
+func (r readConn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return r.conn.ExecContext(context.WithoutCancel(ctx), query, args...)
+}
+
+// rows is what a listing's loop needs of its query's result: *sql.Rows or
+// the row reader's *sqlitedb.Rows.
+type rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// queryRows runs a listing's query: through the row reader on a read
+// connection (each column copied once and scanned without a driver.Value;
+// the statement stays prepared on the connection), through database/sql
+// elsewhere (a write transaction, a shared pool). The columns it scans
+// must be integers and text: no DATETIME, which only database/sql parses.
+func queryRows(ctx context.Context, q querier, query string, args ...any) (rows, error) {
+	if r, ok := q.(readConn); ok {
+		rs, err := sqlitedb.Query(ctx, r.conn, query, args...)
+		if err != nil {
+			return nil, err
+		}
+		return rs, nil
+	}
+	rs, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// withReadConn runs fn on a connection of the read pool, in a read slot.
+func (db *DB) withReadConn(ctx context.Context, fn func(conn *sql.Conn) error) error {
+	leave, err := db.enterRead(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	conn, err := db.readDB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return fn(conn)
 }
 
 // enterRead waits for a read connection's slot, in arrival order, and
@@ -59,12 +108,7 @@ func (db *DB) leaveRead() { <-db.readers }
 // in WAL mode only while another connection recovers the WAL) is retried.
 func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
 	if db.readDB != db.writeDB {
-		leave, err := db.enterRead(ctx)
-		if err != nil {
-			return db.mapError(err)
-		}
-		defer leave()
-		return db.mapError(fn(uncancellable{db.readDB}))
+		return db.mapError(db.withReadConn(ctx, func(conn *sql.Conn) error { return fn(readConn{conn}) }))
 	}
 	if !db.spec.pollBusy && !db.spec.gemBusy {
 		return db.mapError(fn(db.readDB))
@@ -111,27 +155,19 @@ func (db *DB) readSnapshot(ctx context.Context, fn func(q querier) error) error 
 	if db.readDB == db.writeDB {
 		return db.read(ctx, fn)
 	}
-	leave, err := db.enterRead(ctx)
-	if err != nil {
-		return db.mapError(err)
-	}
-	defer leave()
-	conn, err := db.readDB.Conn(ctx)
-	if err != nil {
-		return db.mapError(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.WithoutCancel(ctx), `BEGIN`); err != nil {
-		return db.mapError(err)
-	}
-	err = fn(uncancellable{conn})
-	// Ending a read transaction cannot fail for a reason worth reporting
-	// over fn's, but it must run even if ctx is done, or the connection
-	// would go back to the pool inside a transaction.
-	if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), `COMMIT`); err == nil {
-		err = cerr
-	}
-	return db.mapError(err)
+	return db.mapError(db.withReadConn(ctx, func(conn *sql.Conn) error {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), `BEGIN`); err != nil {
+			return err
+		}
+		err := fn(readConn{conn})
+		// Ending a read transaction cannot fail for a reason worth reporting
+		// over fn's, but it must run even if ctx is done, or the connection
+		// would go back to the pool inside a transaction.
+		if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), `COMMIT`); err == nil {
+			err = cerr
+		}
+		return err
+	}))
 }
 
 // write runs fn in one write transaction and commits it. Where the profile

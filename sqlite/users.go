@@ -241,7 +241,7 @@ func findAuthor(ctx context.Context, q querier, id int64) (*loremnews.User, erro
 }
 
 func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Post, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+postSummaryColumns+` FROM posts p
+	rows, err := queryRows(ctx, q, `SELECT `+postSummaryColumns+` FROM posts p
 		WHERE p.user_id = ? AND p.id < ? ORDER BY p.id DESC LIMIT ?`, author.ID, beforeID, limit)
 	if err != nil {
 		return nil, err
@@ -250,16 +250,18 @@ func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, befo
 	var posts []*loremnews.Post
 	for rows.Next() {
 		p := &loremnews.Post{Author: author}
-		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, unixSeconds{&p.CreatedAt}); err != nil {
+		var created int64
+		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &created); err != nil {
 			return nil, err
 		}
+		p.CreatedAt = unixTime(created)
 		posts = append(posts, p)
 	}
 	return posts, rows.Err()
 }
 
 func queryUserComments(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
-	rows, err := q.QueryContext(ctx, `SELECT c.id, c.post_id, c.body, unixepoch(c.created_at), p.title
+	rows, err := queryRows(ctx, q, `SELECT c.id, c.post_id, c.body, unixepoch(c.created_at), p.title
 		FROM comments c JOIN posts p ON p.id = c.post_id
 		WHERE c.user_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`, author.ID, beforeID, limit)
 	if err != nil {
@@ -269,9 +271,11 @@ func queryUserComments(ctx context.Context, q querier, author *loremnews.User, b
 	var comments []*loremnews.Comment
 	for rows.Next() {
 		c := &loremnews.Comment{UserID: author.ID, Author: author, Post: &loremnews.Post{}}
-		if err := rows.Scan(&c.ID, &c.PostID, &c.Body, unixSeconds{&c.CreatedAt}, &c.Post.Title); err != nil {
+		var created int64
+		if err := rows.Scan(&c.ID, &c.PostID, &c.Body, &created, &c.Post.Title); err != nil {
 			return nil, err
 		}
+		c.CreatedAt = unixTime(created)
 		c.Post.ID = c.PostID
 		comments = append(comments, c)
 	}

@@ -1,0 +1,473 @@
+package sqlitedb
+
+/*
+#include <stdlib.h>
+#include "capi.h"
+
+// sqlitedb_handle() answers the connection's own sqlite3 pointer, so the Go
+// side can reach, through database/sql, the handle of a connection that
+// github.com/mattn/go-sqlite3 opened. It is registered on every connection
+// by an automatic extension, DIRECTONLY so no trigger or view can call it.
+static void lite_handle_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+	sqlite3_result_int64(ctx, (sqlite3_int64)(intptr_t)sqlite3_context_db_handle(ctx));
+}
+
+static int lite_register_handle_func(sqlite3 *db, char **err, const sqlite3_api_routines *api) {
+	return sqlite3_create_function_v2(db, "sqlitedb_handle", 0, LITE_UTF8 | LITE_DIRECTONLY, 0,
+		lite_handle_func, 0, 0, 0);
+}
+
+static sqlite3 *lite_handle_from(sqlite3_int64 h) { return (sqlite3 *)(intptr_t)h; }
+
+static int lite_install(void) {
+	return sqlite3_auto_extension((void (*)(void))lite_register_handle_func);
+}
+
+static int lite_bind_text(sqlite3_stmt *s, int i, const char *p, int n) {
+	// SQLITE_TRANSIENT: SQLite copies the bytes before this returns, so Go
+	// memory is never kept by C. A NULL pointer would bind NULL, not "".
+	return sqlite3_bind_text(s, i, n ? p : "", n, (void (*)(void *))-1);
+}
+
+static int lite_bind_blob(sqlite3_stmt *s, int i, const void *p, int n) {
+	return sqlite3_bind_blob(s, i, n ? p : "", n, (void (*)(void *))-1);
+}
+
+// put_le writes the n low bytes of v at p, least significant first.
+static void put_le(unsigned char *p, uint64_t v, int n) {
+	for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+// lite_fill steps s and appends each row to buf[*used:cap], column by
+// column: one type byte, then 8 bytes for an integer or a float, or a
+// 4-byte length and the bytes for text and blobs, nothing for NULL.
+// It returns SQLITE_DONE when the rows are all read, SQLITE_ROW when the
+// next row does not fit (the row stays current: call again with a larger
+// buffer and pending set), or an error code. *need is then the size of
+// that row.
+static int lite_fill(sqlite3_stmt *s, unsigned char *buf, int64_t cap, int64_t *used, int pending, int64_t *need) {
+	int n = sqlite3_column_count(s);
+	for (;;) {
+		int rc = pending ? LITE_ROW : sqlite3_step(s);
+		pending = 0;
+		if (rc != LITE_ROW) {
+			return rc;
+		}
+		int64_t at = *used;
+		for (int i = 0; i < n; i++) {
+			int t = sqlite3_column_type(s, i);
+			if (t == LITE_INTEGER || t == LITE_FLOAT) {
+				if (at + 9 <= cap) {
+					buf[at] = (unsigned char)t;
+					if (t == LITE_INTEGER) {
+						put_le(buf + at + 1, (uint64_t)sqlite3_column_int64(s, i), 8);
+					} else {
+						double d = sqlite3_column_double(s, i);
+						uint64_t v;
+						memcpy(&v, &d, 8);
+						put_le(buf + at + 1, v, 8);
+					}
+				}
+				at += 9;
+			} else if (t == LITE_TEXT || t == LITE_BLOB) {
+				const void *p = t == LITE_TEXT ? (const void *)sqlite3_column_text(s, i) : sqlite3_column_blob(s, i);
+				int len = sqlite3_column_bytes(s, i);
+				if (at + 5 + len <= cap) {
+					buf[at] = (unsigned char)t;
+					put_le(buf + at + 1, (uint64_t)len, 4);
+					if (len) memcpy(buf + at + 5, p, len);
+				}
+				at += 5 + len;
+			} else {
+				if (at + 1 <= cap) buf[at] = LITE_NULL;
+				at += 1;
+			}
+		}
+		if (at > cap) {
+			*need = at - *used;
+			return LITE_ROW;
+		}
+		*used = at;
+	}
+}
+*/
+import "C"
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"unsafe"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// installOnce registers sqlitedb_handle on every connection opened after it.
+var installOnce = sync.OnceValue(func() error {
+	if rc := C.lite_install(); rc != C.LITE_OK {
+		return fmt.Errorf("sqlitedb: register the connection handle function: SQLite error %d", int(rc))
+	}
+	return nil
+})
+
+// driverConn is a connection go-sqlite3 opened, with its SQLite handle and the
+// statements the row reader prepared on it. database/sql hands it out
+// exactly like the driver's own connection (every method but Close is the
+// driver's); Close finalizes the reader's statements first, so SQLite can
+// really close the connection.
+type driverConn struct {
+	*sqlite3.SQLiteConn
+	handle *C.sqlite3
+	stmts  map[string]*C.sqlite3_stmt
+}
+
+// newDriverConn wraps a connection go-sqlite3 opened after installOnce.
+func newDriverConn(c *sqlite3.SQLiteConn) (*driverConn, error) {
+	rows, err := c.Query(`SELECT sqlitedb_handle()`, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitedb: read the connection handle: %w", err)
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		return nil, fmt.Errorf("sqlitedb: read the connection handle: %w", err)
+	}
+	h, ok := v[0].(int64)
+	if !ok || h == 0 {
+		return nil, fmt.Errorf("sqlitedb: read the connection handle: got %v", v[0])
+	}
+	return &driverConn{SQLiteConn: c, handle: C.lite_handle_from(C.sqlite3_int64(h)), stmts: map[string]*C.sqlite3_stmt{}}, nil
+}
+
+// SQLiteConnOf is go-sqlite3's connection.
+func (c *driverConn) SQLiteConnOf() *sqlite3.SQLiteConn { return c.SQLiteConn }
+
+// Close finalizes the row reader's statements, then closes the connection.
+func (c *driverConn) Close() error {
+	for q, s := range c.stmts {
+		C.sqlite3_finalize(s)
+		delete(c.stmts, q)
+	}
+	return c.SQLiteConn.Close()
+}
+
+// Error is an error SQLite returned to the row reader.
+type Error struct {
+	Code    int    // SQLite's extended result code
+	Message string // sqlite3_errmsg
+}
+
+func (e *Error) Error() string { return "sqlite: " + e.Message }
+
+// Busy reports whether SQLite answered SQLITE_BUSY or SQLITE_LOCKED.
+func (e *Error) Busy() bool { return e.Code&0xff == 5 || e.Code&0xff == 6 }
+
+func (c *driverConn) lastError(rc C.int) error {
+	return &Error{Code: int(C.sqlite3_extended_errcode(c.handle)), Message: C.GoString(C.sqlite3_errmsg(c.handle))}
+}
+
+// statement returns query's prepared statement on c, preparing it on first
+// use and keeping it for the connection's life.
+func (c *driverConn) statement(query string) (*C.sqlite3_stmt, error) {
+	if s, ok := c.stmts[query]; ok {
+		return s, nil
+	}
+	cq := C.CString(query)
+	defer C.free(unsafe.Pointer(cq))
+	var s *C.sqlite3_stmt
+	if rc := C.sqlite3_prepare_v3(c.handle, cq, -1, C.LITE_PREPARE_PERSISTENT, &s, nil); rc != C.LITE_OK {
+		return nil, c.lastError(rc)
+	}
+	if s == nil {
+		return nil, errors.New("sqlitedb: empty query")
+	}
+	c.stmts[query] = s
+	return s, nil
+}
+
+func (c *driverConn) bind(s *C.sqlite3_stmt, args []any) error {
+	if n := int(C.sqlite3_bind_parameter_count(s)); n != len(args) {
+		return fmt.Errorf("sqlitedb: the query takes %d arguments, got %d", n, len(args))
+	}
+	for i, a := range args {
+		col := C.int(i + 1)
+		var rc C.int
+		switch v := a.(type) {
+		case int64:
+			rc = C.sqlite3_bind_int64(s, col, C.sqlite3_int64(v))
+		case int:
+			rc = C.sqlite3_bind_int64(s, col, C.sqlite3_int64(v))
+		case int32:
+			rc = C.sqlite3_bind_int64(s, col, C.sqlite3_int64(v))
+		case bool:
+			var b C.sqlite3_int64
+			if v {
+				b = 1
+			}
+			rc = C.sqlite3_bind_int64(s, col, b)
+		case float64:
+			rc = C.sqlite3_bind_double(s, col, C.double(v))
+		case string:
+			rc = C.lite_bind_text(s, col, (*C.char)(unsafe.Pointer(unsafe.StringData(v))), C.int(len(v)))
+		case []byte:
+			if v == nil {
+				rc = C.sqlite3_bind_null(s, col)
+			} else {
+				rc = C.lite_bind_blob(s, col, unsafe.Pointer(unsafe.SliceData(v)), C.int(len(v)))
+			}
+		case nil:
+			rc = C.sqlite3_bind_null(s, col)
+		default:
+			return fmt.Errorf("sqlitedb: argument %d: cannot bind a %T (want int64, int, bool, float64, string, []byte or nil)", i+1, a)
+		}
+		if rc != C.LITE_OK {
+			return c.lastError(rc)
+		}
+	}
+	return nil
+}
+
+// fillBuffers keeps the row reader's buffers between queries: a page's
+// rows are copied out once, into one string, and the buffer reused.
+var fillBuffers = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
+// query runs query and copies all its rows out of SQLite.
+func (c *driverConn) query(query string, args []any) (*Rows, error) {
+	s, err := c.statement(query)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.bind(s, args); err != nil {
+		return nil, err
+	}
+	bp := fillBuffers.Get().(*[]byte)
+	defer fillBuffers.Put(bp)
+	buf := *bp
+	var used, need C.int64_t
+	pending := C.int(0)
+	for {
+		rc := C.lite_fill(s, (*C.uchar)(unsafe.Pointer(&buf[0])), C.int64_t(len(buf)), &used, pending, &need)
+		if rc == C.LITE_DONE {
+			break
+		}
+		if rc != C.LITE_ROW {
+			err := c.lastError(rc)
+			C.sqlite3_reset(s)
+			return nil, err
+		}
+		grown := make([]byte, max(2*len(buf), int(used+need)))
+		copy(grown, buf[:used])
+		buf, *bp, pending = grown, grown, 1
+	}
+	C.sqlite3_reset(s)
+	return &Rows{data: string(buf[:used]), ncol: int(C.sqlite3_column_count(s))}, nil
+}
+
+// Query runs a query on conn, a connection of a DB's pool, and returns
+// all its rows, copied out of SQLite in one pass. Each column is copied
+// once, as its bytes, and Scan converts it straight into the destination:
+// no driver.Value per column, and the statement stays prepared on the
+// connection for the next call. It is meant for the result of a page —
+// tens or hundreds of rows — since the rows are held in memory at once.
+func Query(ctx context.Context, conn *sql.Conn, query string, args ...any) (*Rows, error) {
+	var rows *Rows
+	err := conn.Raw(func(dc any) error {
+		c, ok := dc.(*driverConn)
+		if !ok {
+			return fmt.Errorf("sqlitedb: Query needs a connection of a sqlitedb.DB, got %T", dc)
+		}
+		var err error
+		rows, err = c.query(query, args)
+		return err
+	})
+	return rows, err
+}
+
+// Rows are the rows a Query read. Next moves to the next row; Scan copies
+// its columns into variables.
+type Rows struct {
+	data string  // the rows, encoded as lite_fill writes them
+	pos  int     // where the next row starts in data
+	ncol int     // columns per row
+	cols []int32 // where each column of the current row starts
+}
+
+// Next moves to the next row and reports whether there is one.
+func (r *Rows) Next() bool {
+	if r.pos >= len(r.data) {
+		return false
+	}
+	if r.cols == nil {
+		r.cols = make([]int32, r.ncol)
+	}
+	at := r.pos
+	for i := range r.ncol {
+		r.cols[i] = int32(at)
+		switch r.data[at] {
+		case C.LITE_INTEGER, C.LITE_FLOAT:
+			at += 9
+		case C.LITE_TEXT, C.LITE_BLOB:
+			at += 5 + int(r.le(int32(at)+1, 4))
+		default:
+			at++
+		}
+	}
+	r.pos = at
+	return true
+}
+
+// Columns is the number of columns in each row.
+func (r *Rows) Columns() int { return r.ncol }
+
+// Int64 is column i of the current row as an integer (0 for NULL).
+func (r *Rows) Int64(i int) int64 {
+	at := r.cols[i]
+	switch r.data[at] {
+	case C.LITE_INTEGER:
+		return int64(r.u64(at))
+	case C.LITE_FLOAT:
+		return int64(math.Float64frombits(r.u64(at)))
+	}
+	return 0
+}
+
+// Text is column i of the current row as a string ("" for NULL). It shares
+// memory with the other strings of this Rows, so it costs no allocation.
+func (r *Rows) Text(i int) string {
+	at := r.cols[i]
+	switch r.data[at] {
+	case C.LITE_TEXT, C.LITE_BLOB:
+		n := int(r.le(at+1, 4))
+		return r.data[at+5 : int(at)+5+n]
+	case C.LITE_INTEGER:
+		return fmt.Sprint(int64(r.u64(at)))
+	case C.LITE_FLOAT:
+		return fmt.Sprint(math.Float64frombits(r.u64(at)))
+	}
+	return ""
+}
+
+func (r *Rows) u64(at int32) uint64 { return r.le(at+1, 8) }
+
+// le reads n bytes at data[at:] as a little-endian number.
+func (r *Rows) le(at int32, n int) uint64 {
+	var v uint64
+	for i := n - 1; i >= 0; i-- {
+		v = v<<8 | uint64(r.data[int(at)+i])
+	}
+	return v
+}
+
+// Err is always nil: Query reports every error itself, having read all the
+// rows before it returns. It is here so Rows can stand where *sql.Rows does.
+func (r *Rows) Err() error { return nil }
+
+// Close releases nothing (the rows are already out of SQLite); it is here
+// so Rows can stand where *sql.Rows does.
+func (r *Rows) Close() error { return nil }
+
+// Scan copies the current row's columns into dest, one per column, as
+// database/sql's Scan does for these types: *int64, *int, *int32, *bool,
+// *float64, *string, *[]byte (a copy; nil for NULL), *any, and any
+// sql.Scanner (given int64, float64, string, []byte or nil). A NULL into a
+// number, bool or string is an error, as in database/sql. Strings share one
+// allocation per Query; only a sql.Scanner or *any costs one per column.
+func (r *Rows) Scan(dest ...any) error {
+	if len(dest) != r.ncol {
+		return fmt.Errorf("sqlitedb: Scan wants %d destinations, got %d", r.ncol, len(dest))
+	}
+	for i, d := range dest {
+		if err := r.scanColumn(i, d); err != nil {
+			return fmt.Errorf("sqlitedb: Scan column %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func (r *Rows) scanColumn(i int, d any) error {
+	t := r.data[r.cols[i]]
+	if t == C.LITE_NULL {
+		switch d := d.(type) {
+		case *[]byte:
+			*d = nil
+			return nil
+		case *any:
+			*d = nil
+			return nil
+		case sql.Scanner:
+			return d.Scan(nil)
+		}
+		return fmt.Errorf("NULL into %T", d)
+	}
+	switch d := d.(type) {
+	case *int64:
+		return r.integer(i, t, d)
+	case *int:
+		var n int64
+		err := r.integer(i, t, &n)
+		*d = int(n)
+		return err
+	case *int32:
+		var n int64
+		err := r.integer(i, t, &n)
+		if n < math.MinInt32 || n > math.MaxInt32 {
+			return fmt.Errorf("%d does not fit an int32", n)
+		}
+		*d = int32(n)
+		return err
+	case *bool:
+		var n int64
+		err := r.integer(i, t, &n)
+		*d = n != 0
+		return err
+	case *float64:
+		switch t {
+		case C.LITE_FLOAT:
+			*d = math.Float64frombits(r.u64(r.cols[i]))
+		case C.LITE_INTEGER:
+			*d = float64(int64(r.u64(r.cols[i])))
+		default:
+			return fmt.Errorf("text into %T", d)
+		}
+		return nil
+	case *string:
+		*d = r.Text(i)
+		return nil
+	case *[]byte:
+		*d = []byte(r.Text(i))
+		return nil
+	case *any:
+		*d = r.value(i, t)
+		return nil
+	case sql.Scanner:
+		return d.Scan(r.value(i, t))
+	}
+	return fmt.Errorf("unsupported destination %T", d)
+}
+
+func (r *Rows) integer(i int, t byte, d *int64) error {
+	if t != C.LITE_INTEGER {
+		return fmt.Errorf("want an integer, the column holds type %d", t)
+	}
+	*d = int64(r.u64(r.cols[i]))
+	return nil
+}
+
+// value is column i as database/sql's driver would give it.
+func (r *Rows) value(i int, t byte) any {
+	switch t {
+	case C.LITE_INTEGER:
+		return int64(r.u64(r.cols[i]))
+	case C.LITE_FLOAT:
+		return math.Float64frombits(r.u64(r.cols[i]))
+	case C.LITE_TEXT:
+		return r.Text(i)
+	case C.LITE_BLOB:
+		return []byte(r.Text(i))
+	}
+	return nil
+}

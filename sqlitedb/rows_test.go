@@ -1,0 +1,306 @@
+package sqlitedb_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/loremnews/loremnews/sqlitedb"
+)
+
+// openTestDB opens a database file in a temporary directory through the
+// package's connector, with a table holding every kind of SQLite value.
+func openTestDB(tb testing.TB) *sql.DB {
+	tb.Helper()
+	db := sql.OpenDB(sqlitedb.NewConnector("file:"+filepath.Join(tb.TempDir(), "t.db")+"?_journal_mode=WAL", nil))
+	tb.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			tb.Errorf("close: %v", err)
+		}
+	})
+	if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, i INTEGER, f REAL, s TEXT, b BLOB)`); err != nil {
+		tb.Fatal(err)
+	}
+	rows := []struct {
+		i any
+		f any
+		s any
+		b any
+	}{
+		{int64(0), 0.0, "", []byte{}},
+		{int64(math.MaxInt64), math.Inf(1), "héllo, wörld ✓", []byte{0, 1, 2, 255}},
+		{int64(math.MinInt64), -1.5e-300, strings.Repeat("long text ", 4000), []byte(strings.Repeat("\x00\xff", 20000))},
+		{nil, nil, nil, nil},
+		{int64(-1), math.Pi, "a\x00b", []byte("x")},
+		{int64(255), 2.0, "'quoted' \"twice\"", nil},
+		{int64(256), math.Copysign(0, -1), "line\nbreak", []byte{}},
+	}
+	for _, r := range rows {
+		if _, err := db.Exec(`INSERT INTO t (i, f, s, b) VALUES (?, ?, ?, ?)`, r.i, r.f, r.s, r.b); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return db
+}
+
+func conn(tb testing.TB, db *sql.DB) *sql.Conn {
+	tb.Helper()
+	c, err := db.Conn(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// viaDatabaseSQL reads query's rows as database/sql does, each value as
+// the driver gives it.
+func viaDatabaseSQL(t *testing.T, c *sql.Conn, query string, args ...any) [][]any {
+	t.Helper()
+	rows, err := c.QueryContext(context.Background(), query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, vals)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// viaRowReader reads the same rows through Query.
+func viaRowReader(t *testing.T, c *sql.Conn, query string, args ...any) [][]any {
+	t.Helper()
+	rows, err := sqlitedb.Query(context.Background(), c, query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, rows.Columns())
+		ptrs := make([]any, len(vals))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, vals)
+	}
+	return out
+}
+
+func TestQueryReadsWhatDatabaseSQLReads(t *testing.T) {
+	db := openTestDB(t)
+	c := conn(t, db)
+	for _, tc := range []struct {
+		name  string
+		query string
+		args  []any
+	}{
+		{"every kind of value", `SELECT id, i, f, s, b FROM t ORDER BY id`, nil},
+		{"integer argument", `SELECT id, s FROM t WHERE id > ? ORDER BY id DESC`, []any{int64(2)}},
+		{"int and bool arguments", `SELECT id FROM t WHERE id >= ? AND ?`, []any{3, true}},
+		{"text argument", `SELECT id, b FROM t WHERE s = ?`, []any{"héllo, wörld ✓"}},
+		{"empty text argument", `SELECT id FROM t WHERE s = ?`, []any{""}},
+		{"blob argument", `SELECT id FROM t WHERE b = ?`, []any{[]byte{0, 1, 2, 255}}},
+		{"NULL argument", `SELECT ? IS NULL, ?`, []any{nil, 1.25}},
+		{"expressions", `SELECT count(*), sum(i IS NULL), max(length(s)), 'x' || id FROM t GROUP BY id % 2 ORDER BY 1`, nil},
+		{"no rows", `SELECT id FROM t WHERE id < 0`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := viaDatabaseSQL(t, c, tc.query, tc.args...)
+			// Twice: the second run reuses the statement the first prepared.
+			for range 2 {
+				got := viaRowReader(t, c, tc.query, tc.args...)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("row reader read\n%v\ndatabase/sql read\n%v", abbreviate(got), abbreviate(want))
+				}
+			}
+		})
+	}
+}
+
+// abbreviate prints rows with long values cut short.
+func abbreviate(rows [][]any) string {
+	var b strings.Builder
+	for _, r := range rows {
+		for _, v := range r {
+			s := fmt.Sprintf("%#v", v)
+			if len(s) > 40 {
+				s = s[:40] + "…"
+			}
+			b.WriteString(s + " ")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func TestScanIntoTypedDestinations(t *testing.T) {
+	db := openTestDB(t)
+	c := conn(t, db)
+	rows, err := sqlitedb.Query(context.Background(), c, `SELECT i, i, i, i, f, s, b, s FROM t WHERE id = 5`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rows.Next() {
+		t.Fatal("no row")
+	}
+	var (
+		i64  int64
+		i    int
+		i32  int32
+		b    bool
+		f    float64
+		s    string
+		blob []byte
+		ns   sql.NullString
+	)
+	if err := rows.Scan(&i64, &i, &i32, &b, &f, &s, &blob, &ns); err != nil {
+		t.Fatal(err)
+	}
+	if i64 != -1 || i != -1 || i32 != -1 || !b || f != math.Pi || s != "a\x00b" || string(blob) != "x" || ns != (sql.NullString{String: "a\x00b", Valid: true}) {
+		t.Fatalf("scanned %v %v %v %v %v %q %q %v", i64, i, i32, b, f, s, blob, ns)
+	}
+	if rows.Next() {
+		t.Fatal("a second row")
+	}
+	if rows.Int64(0) != -1 || rows.Text(5) != "a\x00b" {
+		t.Fatalf("Int64 %d, Text %q: the last row's columns stay readable", rows.Int64(0), rows.Text(5))
+	}
+}
+
+func TestQueryErrors(t *testing.T) {
+	db := openTestDB(t)
+	c := conn(t, db)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		query string
+		args  []any
+		want  string
+	}{
+		{"syntax", `SELEC 1`, nil, `near "SELEC": syntax error`},
+		{"no such table", `SELECT * FROM missing`, nil, "no such table: missing"},
+		{"too few arguments", `SELECT ?`, nil, "takes 1 arguments, got 0"},
+		{"too many arguments", `SELECT 1`, []any{1}, "takes 0 arguments, got 1"},
+		{"unsupported argument", `SELECT ?`, []any{struct{}{}}, "cannot bind a struct {}"},
+		{"empty", ` `, nil, "empty query"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := sqlitedb.Query(ctx, c, tc.query, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("scan errors", func(t *testing.T) {
+		rows, err := sqlitedb.Query(ctx, c, `SELECT i, s FROM t WHERE id = 4`) // NULLs
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Next()
+		var n int64
+		var s string
+		if err := rows.Scan(&n); err == nil || !strings.Contains(err.Error(), "wants 2 destinations, got 1") {
+			t.Errorf("one destination for two columns: %v", err)
+		}
+		if err := rows.Scan(&n, &s); err == nil || !strings.Contains(err.Error(), "NULL into *int64") {
+			t.Errorf("NULL into an int64: %v", err)
+		}
+		var ok sql.NullInt64
+		var blob []byte = []byte("not reset")
+		if err := rows.Scan(&ok, &blob); err != nil || ok.Valid || blob != nil {
+			t.Errorf("NULL into sql.NullInt64 and []byte: %v, %v, %q", err, ok, blob)
+		}
+	})
+	t.Run("a connection of another driver", func(t *testing.T) {
+		other, err := sql.Open("sqlite3", filepath.Join(t.TempDir(), "other.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		oc := conn(t, other)
+		if _, err := sqlitedb.Query(ctx, oc, `SELECT 1`); err == nil || !strings.Contains(err.Error(), "needs a connection of a sqlitedb") {
+			t.Fatalf("error %v", err)
+		}
+	})
+}
+
+// Queries that fail leave the connection usable, and the statement that
+// failed does not hold the database's read lock.
+func TestQueryAfterErrorLeavesConnectionUsable(t *testing.T) {
+	db := openTestDB(t)
+	c := conn(t, db)
+	ctx := context.Background()
+	// 1/0 is NULL in SQLite; abs(MinInt64) is an integer overflow at step.
+	if _, err := sqlitedb.Query(ctx, c, `SELECT abs(i) FROM t ORDER BY id`); err == nil || !strings.Contains(err.Error(), "integer overflow") {
+		t.Fatalf("error %v, want integer overflow", err)
+	}
+	if _, err := db.Exec(`INSERT INTO t (i) VALUES (7)`); err != nil {
+		t.Fatalf("write after a failed read: %v", err)
+	}
+	got := viaRowReader(t, c, `SELECT count(*) FROM t`)
+	if got[0][0] != int64(8) {
+		t.Fatalf("count %v", got[0][0])
+	}
+}
+
+// Many goroutines, each on its own connection, read at once.
+func TestQueryConcurrently(t *testing.T) {
+	db := openTestDB(t)
+	db.SetMaxOpenConns(4)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Go(func() {
+			for n := range 50 {
+				c, err := db.Conn(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				rows, err := sqlitedb.Query(ctx, c, `SELECT id, s FROM t WHERE id <= ?`, int64(n%7+1))
+				c.Close()
+				if err != nil {
+					errs <- err
+					return
+				}
+				count := 0
+				for rows.Next() {
+					count++
+				}
+				if count != n%7+1 {
+					errs <- fmt.Errorf("goroutine %d: %d rows, want %d", g, count, n%7+1)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
