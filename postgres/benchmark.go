@@ -53,7 +53,7 @@ func (db *DB) touchUsers(ctx context.Context, tx pgx.Tx, touched, uncount int64)
 		if uncount != 0 {
 			delta = 1
 		}
-		_, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = $2, posts_count = posts_count - $3 WHERE id = $1`, touched, now, delta)
+		_, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = $2, posts_count = posts_count - $3 WHERE id = $1`, touched, unixNanos(now), delta)
 		return err
 	}
 	first, second := touched, uncount
@@ -63,7 +63,7 @@ func (db *DB) touchUsers(ctx context.Context, tx pgx.Tx, touched, uncount int64)
 	for _, id := range []int64{first, second} {
 		var err error
 		if id == touched {
-			_, err = tx.Exec(ctx, `UPDATE users SET last_seen_at = $2 WHERE id = $1`, id, now)
+			_, err = tx.Exec(ctx, `UPDATE users SET last_seen_at = $2 WHERE id = $1`, id, unixNanos(now))
 		} else {
 			_, err = tx.Exec(ctx, `UPDATE users SET posts_count = posts_count - 1 WHERE id = $1`, id)
 		}
@@ -103,7 +103,7 @@ func (b *Benchmark) CreatePost(ctx context.Context, in loremnews.PostInput) (*lo
 		if p, err = db.insertPostRow(ctx, tx, userID, in); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE users SET posts_count = posts_count + 1, last_seen_at = $2 WHERE id = $1`, userID, p.CreatedAt)
+		_, err = tx.Exec(ctx, `UPDATE users SET posts_count = posts_count + 1, last_seen_at = $2 WHERE id = $1`, userID, unixNanos(p.CreatedAt))
 		return err
 	})
 	if err != nil {

@@ -6,18 +6,8 @@ import (
 	"iter"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/loremnews/loremnews"
 )
-
-// nullTime stores the zero time as NULL, as the SQLite store reads NULL as
-// the zero time.
-func nullTime(t interface{ IsZero() bool }) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t
-}
 
 // ImportDataset replaces every row with ds's (keeping ids) in one
 // transaction; see ImportStream.
@@ -41,19 +31,19 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 		}{
 			{"users", []string{"id", "screen_name", "password_digest", "about", "last_seen_at", "created_at", "updated_at"},
 				copySource(s.Users, func(u *loremnews.User) []any {
-					return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, nullTime(u.LastSeenAt), u.CreatedAt, u.UpdatedAt}
+					return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, unixNanos(u.LastSeenAt), unixNanos(u.CreatedAt), unixNanos(u.UpdatedAt)}
 				})},
 			{"posts", []string{"id", "user_id", "title", "description", "published_at", "created_at", "updated_at"},
 				copySource(s.Posts, func(p *loremnews.Post) []any {
-					return []any{p.ID, p.UserID, p.Title, p.Description, nullTime(p.PublishedAt), p.CreatedAt, p.UpdatedAt}
+					return []any{p.ID, p.UserID, p.Title, p.Description, unixNanos(p.PublishedAt), unixNanos(p.CreatedAt), unixNanos(p.UpdatedAt)}
 				})},
 			{"comments", []string{"id", "post_id", "user_id", "body", "created_at", "updated_at"},
 				copySource(s.Comments, func(c *loremnews.Comment) []any {
-					return []any{c.ID, c.PostID, c.UserID, c.Body, c.CreatedAt, c.UpdatedAt}
+					return []any{c.ID, c.PostID, c.UserID, c.Body, unixNanos(c.CreatedAt), unixNanos(c.UpdatedAt)}
 				})},
 			{"sessions", []string{"id", "user_id", "token_digest", "user_agent", "ip_address", "created_at", "updated_at"},
 				copySource(s.Sessions, func(s *loremnews.Session) []any {
-					return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, s.CreatedAt, s.UpdatedAt}
+					return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(s.CreatedAt), unixNanos(s.UpdatedAt)}
 				})},
 		}
 		for _, c := range copies {
@@ -136,9 +126,7 @@ func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 		rows, _ := tx.Query(ctx, `SELECT id, screen_name, password_digest, about, last_seen_at, posts_count, created_at, updated_at FROM users ORDER BY id`)
 		if ds.Users, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.User, error) {
 			var u loremnews.User
-			var seen pgtype.Timestamptz
-			err := r.Scan(&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, &seen, &u.PostsCount, &u.CreatedAt, &u.UpdatedAt)
-			u.LastSeenAt = seen.Time
+			err := r.Scan(&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, timeColumn{&u.LastSeenAt}, &u.PostsCount, timeColumn{&u.CreatedAt}, timeColumn{&u.UpdatedAt})
 			return &u, err
 		}); err != nil {
 			return err
@@ -146,9 +134,7 @@ func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 		rows, _ = tx.Query(ctx, `SELECT id, user_id, title, description, published_at, comments_count, created_at, updated_at FROM posts ORDER BY id`)
 		if ds.Posts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Post, error) {
 			var p loremnews.Post
-			var published pgtype.Timestamptz
-			err := r.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, &published, &p.CommentsCount, &p.CreatedAt, &p.UpdatedAt)
-			p.PublishedAt = published.Time
+			err := r.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, timeColumn{&p.PublishedAt}, &p.CommentsCount, timeColumn{&p.CreatedAt}, timeColumn{&p.UpdatedAt})
 			return &p, err
 		}); err != nil {
 			return err
@@ -156,14 +142,14 @@ func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 		rows, _ = tx.Query(ctx, `SELECT id, post_id, user_id, body, created_at, updated_at FROM comments ORDER BY id`)
 		if ds.Comments, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Comment, error) {
 			var c loremnews.Comment
-			return &c, r.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, &c.CreatedAt, &c.UpdatedAt)
+			return &c, r.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, timeColumn{&c.CreatedAt}, timeColumn{&c.UpdatedAt})
 		}); err != nil {
 			return err
 		}
 		rows, _ = tx.Query(ctx, `SELECT id, user_id, token_digest, user_agent, ip_address, created_at, updated_at FROM sessions ORDER BY id`)
 		ds.Sessions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Session, error) {
 			var s loremnews.Session
-			return &s, r.Scan(&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, &s.CreatedAt, &s.UpdatedAt)
+			return &s, r.Scan(&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, timeColumn{&s.CreatedAt}, timeColumn{&s.UpdatedAt})
 		})
 		return err
 	})

@@ -124,7 +124,8 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	// The session's transactions may hold row locks: never idle with them.
 	rp["idle_in_transaction_session_timeout"] = "60000"
 	pc.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		// Scan timestamps in UTC, like the SQLite store.
+		// Scan timestamps (schema_migrations' applied_at; the data's
+		// times are integers, see times.go) in UTC, like the SQLite store.
 		c.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID,
 			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}})
 		return nil

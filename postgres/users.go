@@ -7,7 +7,6 @@ import (
 	"math"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/loremnews/loremnews"
 )
 
@@ -16,12 +15,10 @@ const userColumns = `u.id, u.screen_name, u.password_digest, u.about, u.last_see
 
 func scanUser(row pgx.Row, extra ...any) (*loremnews.User, error) {
 	var u loremnews.User
-	var lastSeen pgtype.Timestamptz
-	dest := append([]any{&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, &lastSeen, &u.PostsCount, &u.CreatedAt, &u.UpdatedAt}, extra...)
+	dest := append([]any{&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, timeColumn{&u.LastSeenAt}, &u.PostsCount, timeColumn{&u.CreatedAt}, timeColumn{&u.UpdatedAt}}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
-	u.LastSeenAt = lastSeen.Time
 	return &u, nil
 }
 
@@ -31,7 +28,7 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
 		now := db.now()
 		u, err = scanUser(tx.QueryRow(ctx, `INSERT INTO users AS u (screen_name, password_digest, created_at, updated_at, last_seen_at)
-			VALUES ($1, $2, $3, $3, $3) RETURNING `+userColumns, screenName, passwordDigest, now))
+			VALUES ($1, $2, $3, $3, $3) RETURNING `+userColumns, screenName, passwordDigest, unixNanos(now)))
 		return uniqueError(err)
 	})
 	if err != nil {
@@ -83,7 +80,7 @@ func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passw
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
 		u, err = scanUser(tx.QueryRow(ctx, `UPDATE users AS u SET screen_name = $1, about = $2,
 			password_digest = CASE WHEN $3 = '' THEN password_digest ELSE $3 END, updated_at = $4
-			WHERE id = $5 RETURNING `+userColumns, screenName, about, passwordDigest, db.now(), id))
+			WHERE id = $5 RETURNING `+userColumns, screenName, about, passwordDigest, unixNanos(db.now()), id))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errUserNotFound
 		}
@@ -100,7 +97,7 @@ func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passw
 // password outlives the change.
 func (db *DB) ChangePassword(ctx context.Context, id int64, passwordDigest string, keepSessionID int64) error {
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE users SET password_digest = $1, updated_at = $2 WHERE id = $3`, passwordDigest, db.now(), id)
+		tag, err := tx.Exec(ctx, `UPDATE users SET password_digest = $1, updated_at = $2 WHERE id = $3`, passwordDigest, unixNanos(db.now()), id)
 		if err != nil {
 			return err
 		}
@@ -220,7 +217,7 @@ func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, befo
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Post, error) {
 		p := &loremnews.Post{Author: author}
-		return p, r.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &p.CreatedAt)
+		return p, r.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, timeColumn{&p.CreatedAt})
 	})
 }
 
@@ -233,7 +230,7 @@ func queryUserComments(ctx context.Context, q querier, author *loremnews.User, b
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Comment, error) {
 		c := &loremnews.Comment{UserID: author.ID, Author: author, Post: &loremnews.Post{}}
-		err := r.Scan(&c.ID, &c.PostID, &c.Body, &c.CreatedAt, &c.Post.Title)
+		err := r.Scan(&c.ID, &c.PostID, &c.Body, timeColumn{&c.CreatedAt}, &c.Post.Title)
 		c.Post.ID = c.PostID
 		return c, err
 	})

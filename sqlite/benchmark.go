@@ -54,7 +54,7 @@ func (db *DB) touchRandomUser(ctx context.Context, tx *sql.Tx) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, db.now(), id)
+	_, err = tx.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(db.now()), id)
 	return id, err
 }
 
@@ -66,7 +66,7 @@ func touchOneRandomUser(ctx context.Context, tx *sql.Tx, now time.Time) (int64, 
 			(SELECT id FROM users WHERE id >= (SELECT min(id) FROM users) + ?2 % ((SELECT max(id) FROM users) - (SELECT min(id) FROM users) + 1)
 				ORDER BY id LIMIT 1),
 			(SELECT min(id) FROM users))
-		RETURNING id`, now, rand.Int64()).Scan(&id)
+		RETURNING id`, unixNanos(now), rand.Int64()).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, loremnews.Errorf(loremnews.ENOTFOUND, "There are no users to pick from.")
 	}

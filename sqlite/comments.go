@@ -12,7 +12,7 @@ import (
 
 // queryComments lists comments with their authors and their post's id and
 // title; tail is the WHERE/ORDER/LIMIT part. UpdatedAt is left zero: no
-// page shows it, and each timestamp costs a parse per row.
+// page shows it.
 func queryComments(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Comment, error) {
 	rows, err := q.QueryContext(ctx, `SELECT c.id, c.post_id, c.user_id, c.body, c.created_at,
 			p.title, u.screen_name
@@ -30,7 +30,7 @@ func queryComments(ctx context.Context, q querier, tail string, args ...any) ([]
 			title  string
 			author string
 		)
-		if err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, &c.CreatedAt, &title, &author); err != nil {
+		if err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, timeColumn{&c.CreatedAt}, &title, &author); err != nil {
 			return nil, err
 		}
 		c.Post = &loremnews.Post{ID: c.PostID, Title: title}
@@ -63,7 +63,7 @@ func (db *DB) insertComment(ctx context.Context, tx *sql.Tx, postID, userID int6
 	}
 	now := db.now()
 	res, err = tx.ExecContext(ctx, `INSERT INTO comments (post_id, user_id, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
-		postID, userID, in.Body, now, now)
+		postID, userID, in.Body, unixNanos(now), unixNanos(now))
 	if isForeignKeyViolation(err) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 	} else if err != nil {
@@ -105,7 +105,7 @@ func findComment(ctx context.Context, q querier, id int64) (*loremnews.Comment, 
 func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE comments SET body = ?, updated_at = ? WHERE id = ?`, in.Body, db.now(), id)
+		res, err := tx.ExecContext(ctx, `UPDATE comments SET body = ?, updated_at = ? WHERE id = ?`, in.Body, unixNanos(db.now()), id)
 		if err != nil {
 			return err
 		}

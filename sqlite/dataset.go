@@ -39,25 +39,25 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 		}
 		if err := insertEach(ctx, caller, tx, `INSERT INTO users (id, screen_name, password_digest, about, last_seen_at, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Users, func(u *loremnews.User) []any {
-			return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, u.LastSeenAt, u.CreatedAt, u.UpdatedAt}
+			return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, unixNanos(u.LastSeenAt), unixNanos(u.CreatedAt), unixNanos(u.UpdatedAt)}
 		}); err != nil {
 			return fmt.Errorf("users: %w", err)
 		}
 		if err := insertEach(ctx, caller, tx, `INSERT INTO posts (id, user_id, title, description, published_at, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Posts, func(p *loremnews.Post) []any {
-			return []any{p.ID, p.UserID, p.Title, p.Description, p.PublishedAt, p.CreatedAt, p.UpdatedAt}
+			return []any{p.ID, p.UserID, p.Title, p.Description, unixNanos(p.PublishedAt), unixNanos(p.CreatedAt), unixNanos(p.UpdatedAt)}
 		}); err != nil {
 			return fmt.Errorf("posts: %w", err)
 		}
 		if err := insertEach(ctx, caller, tx, `INSERT INTO comments (id, post_id, user_id, body, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?)`, s.Comments, func(c *loremnews.Comment) []any {
-			return []any{c.ID, c.PostID, c.UserID, c.Body, c.CreatedAt, c.UpdatedAt}
+			return []any{c.ID, c.PostID, c.UserID, c.Body, unixNanos(c.CreatedAt), unixNanos(c.UpdatedAt)}
 		}); err != nil {
 			return fmt.Errorf("comments: %w", err)
 		}
 		if err := insertEach(ctx, caller, tx, `INSERT INTO sessions (id, user_id, token_digest, user_agent, ip_address, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Sessions, func(s *loremnews.Session) []any {
-			return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, s.CreatedAt, s.UpdatedAt}
+			return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(s.CreatedAt), unixNanos(s.UpdatedAt)}
 		}); err != nil {
 			return fmt.Errorf("sessions: %w", err)
 		}
@@ -182,9 +182,8 @@ func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 	err = scanAll(ctx, tx, `SELECT id, screen_name, password_digest, about, last_seen_at, posts_count, created_at, updated_at FROM users ORDER BY id`,
 		func(rows *sql.Rows) error {
 			var u loremnews.User
-			var seen sql.NullTime
-			err := rows.Scan(&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, &seen, &u.PostsCount, &u.CreatedAt, &u.UpdatedAt)
-			u.LastSeenAt = seen.Time
+			err := rows.Scan(&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, timeColumn{&u.LastSeenAt}, &u.PostsCount,
+				timeColumn{&u.CreatedAt}, timeColumn{&u.UpdatedAt})
 			ds.Users = append(ds.Users, &u)
 			return err
 		})
@@ -192,9 +191,8 @@ func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 		err = scanAll(ctx, tx, `SELECT id, user_id, title, description, published_at, comments_count, created_at, updated_at FROM posts ORDER BY id`,
 			func(rows *sql.Rows) error {
 				var p loremnews.Post
-				var published sql.NullTime
-				err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, &published, &p.CommentsCount, &p.CreatedAt, &p.UpdatedAt)
-				p.PublishedAt = published.Time
+				err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, timeColumn{&p.PublishedAt}, &p.CommentsCount,
+					timeColumn{&p.CreatedAt}, timeColumn{&p.UpdatedAt})
 				ds.Posts = append(ds.Posts, &p)
 				return err
 			})
@@ -203,7 +201,7 @@ func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 		err = scanAll(ctx, tx, `SELECT id, post_id, user_id, body, created_at, updated_at FROM comments ORDER BY id`,
 			func(rows *sql.Rows) error {
 				var c loremnews.Comment
-				err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, &c.CreatedAt, &c.UpdatedAt)
+				err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, timeColumn{&c.CreatedAt}, timeColumn{&c.UpdatedAt})
 				ds.Comments = append(ds.Comments, &c)
 				return err
 			})
@@ -212,7 +210,7 @@ func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 		err = scanAll(ctx, tx, `SELECT id, user_id, token_digest, user_agent, ip_address, created_at, updated_at FROM sessions ORDER BY id`,
 			func(rows *sql.Rows) error {
 				var s loremnews.Session
-				err := rows.Scan(&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, &s.CreatedAt, &s.UpdatedAt)
+				err := rows.Scan(&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, timeColumn{&s.CreatedAt}, timeColumn{&s.UpdatedAt})
 				ds.Sessions = append(ds.Sessions, &s)
 				return err
 			})

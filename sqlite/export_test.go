@@ -119,8 +119,8 @@ func (db *DB) ListingThroughDriver(ctx context.Context, conn *sql.Conn, beforeID
 			p.Title, _ = dest[2].(string)
 			n, _ := dest[3].(int64)
 			p.CommentsCount = int(n)
-			secs, _ := dest[4].(int64)
-			p.CreatedAt = time.Unix(secs, 0).UTC()
+			nanos, _ := dest[4].(int64)
+			p.CreatedAt = time.Unix(0, nanos).UTC()
 			p.Author.ID, _ = dest[5].(int64)
 			p.Author.ScreenName, _ = dest[6].(string)
 			posts = append(posts, p)
@@ -150,4 +150,14 @@ func (db *DB) ReadForTest(ctx context.Context, fn func() error) error {
 // EnterReadForTest takes a read slot, as a read does before its query.
 func (db *DB) EnterReadForTest(ctx context.Context) (leave func(), err error) {
 	return db.enterRead(ctx)
+}
+
+// MigrationSQL is the body of the embedded migration with that file name
+// ("0001_create_tables.sql").
+func MigrationSQL(name string) string {
+	b, err := migrationFS.ReadFile("migrations/" + name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

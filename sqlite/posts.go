@@ -5,37 +5,27 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/loremnews/loremnews"
 )
 
 // postColumns is the select list scanned by scanPost. Listings select only
 // postSummaryColumns: no description (only the post page shows it) and one
-// timestamp, not three (the driver parses each DATETIME text into a
-// time.Time, and a listing has up to 100 rows).
+// time, not three (a listing has up to 100 rows).
 const (
 	postColumns        = `p.id, p.user_id, p.title, p.description, p.published_at, p.comments_count, p.created_at, p.updated_at`
-	postSummaryColumns = `p.id, p.user_id, p.title, p.comments_count, unixepoch(p.created_at)`
+	postSummaryColumns = `p.id, p.user_id, p.title, p.comments_count, p.created_at`
 )
 
 func scanPost(s scanner, extra ...any) (*loremnews.Post, error) {
 	var p loremnews.Post
-	var published sql.NullTime
-	dest := append([]any{&p.ID, &p.UserID, &p.Title, &p.Description, &published, &p.CommentsCount, &p.CreatedAt, &p.UpdatedAt}, extra...)
+	dest := append([]any{&p.ID, &p.UserID, &p.Title, &p.Description, timeColumn{&p.PublishedAt}, &p.CommentsCount,
+		timeColumn{&p.CreatedAt}, timeColumn{&p.UpdatedAt}}, extra...)
 	if err := s.Scan(dest...); err != nil {
 		return nil, err
 	}
-	p.PublishedAt = published.Time
 	return &p, nil
 }
-
-// unixTime is whole Unix seconds as a time.Time in UTC. Listings select
-// their one time as unixepoch(created_at), to the second, which is as
-// precise as a page shows it: SQLite reads the stored text in C, where the
-// driver would parse every DATETIME of a hundred-row listing with Go's
-// general time.Parse.
-func unixTime(secs int64) time.Time { return time.Unix(secs, 0).UTC() }
 
 // authorColumns is what pages show of an author: listings select only
 // these, not the whole user row (every extra column is copied out of SQLite
@@ -70,7 +60,7 @@ func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*lo
 		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &created, &p.Author.ID, &p.Author.ScreenName); err != nil {
 			return nil, err
 		}
-		p.CreatedAt = unixTime(created)
+		p.CreatedAt = timeOf(created)
 		posts = append(posts, p)
 	}
 	return posts, rows.Err()
@@ -101,7 +91,7 @@ func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInp
 func (db *DB) insertPost(ctx context.Context, tx *sql.Tx, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	now := db.now()
 	res, err := tx.ExecContext(ctx, `INSERT INTO posts (user_id, title, description, published_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, userID, in.Title, in.Description, now, now, now)
+		VALUES (?, ?, ?, ?, ?, ?)`, userID, in.Title, in.Description, unixNanos(now), unixNanos(now), unixNanos(now))
 	if isUniqueViolation(err) {
 		return nil, errTitleTaken
 	} else if isForeignKeyViolation(err) {
@@ -138,7 +128,7 @@ func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) 
 	var p *loremnews.Post
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE posts SET title = ?, description = ?, updated_at = ? WHERE id = ?`,
-			in.Title, in.Description, db.now(), id)
+			in.Title, in.Description, unixNanos(db.now()), id)
 		if isUniqueViolation(err) {
 			return errTitleTaken
 		} else if err != nil {
@@ -252,7 +242,7 @@ func wasDeleted(ctx context.Context, q querier, table string, id int64, notFound
 // queryPostComments lists a post's comments, newest first, with their
 // authors; every row is on post p, so it does not join posts again.
 func queryPostComments(ctx context.Context, q querier, p *loremnews.Post) ([]*loremnews.Comment, error) {
-	rows, err := queryRows(ctx, q, `SELECT c.id, c.user_id, c.body, unixepoch(c.created_at), u.screen_name
+	rows, err := queryRows(ctx, q, `SELECT c.id, c.user_id, c.body, c.created_at, u.screen_name
 		FROM comments c JOIN users u ON u.id = c.user_id
 		WHERE c.post_id = ? ORDER BY c.id DESC`, p.ID)
 	if err != nil {
@@ -266,7 +256,7 @@ func queryPostComments(ctx context.Context, q querier, p *loremnews.Post) ([]*lo
 		if err := rows.Scan(&c.ID, &c.UserID, &c.Body, &created, &c.Author.ScreenName); err != nil {
 			return nil, err
 		}
-		c.CreatedAt = unixTime(created)
+		c.CreatedAt = timeOf(created)
 		c.Author.ID = c.UserID
 		comments = append(comments, c)
 	}

@@ -14,13 +14,13 @@ func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := db.now()
 		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, now, now)
+			VALUES (?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(now), unixNanos(now))
 		if isForeignKeyViolation(err) {
 			return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 		} else if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, now, s.UserID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(now), s.UserID); err != nil {
 			return err
 		}
 		s.ID, err = res.LastInsertId()
@@ -43,8 +43,8 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
 	err := db.read(ctx, func(q querier) (err error) {
 		u, err = scanUser(q.QueryRowContext(ctx, `SELECT `+userColumns+`, s.id, s.user_id, s.token_digest, s.user_agent, s.ip_address, s.created_at, s.updated_at
-			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = ? AND s.updated_at > ? AND s.created_at > ?`, digest, activeAfter, createdAfter),
-			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, &s.CreatedAt, &s.UpdatedAt)
+			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = ? AND s.updated_at > ? AND s.created_at > ?`, digest, nanosBound(activeAfter), nanosBound(createdAfter)),
+			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, timeColumn{&s.CreatedAt}, timeColumn{&s.UpdatedAt})
 		if errors.Is(err, sql.ErrNoRows) {
 			return loremnews.Errorf(loremnews.ENOTFOUND, "Session not found.")
 		}
@@ -60,10 +60,10 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := db.now()
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, now, s.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, unixNanos(now), s.ID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, now, s.UserID)
+		_, err := tx.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(now), s.UserID)
 		s.UpdatedAt = now
 		return err
 	})
@@ -79,14 +79,14 @@ func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.S
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
 	err := db.read(ctx, func(q querier) error {
 		rows, err := q.QueryContext(ctx, `SELECT id, user_id, user_agent, ip_address, created_at, updated_at
-			FROM sessions WHERE user_id = ? AND updated_at > ? AND created_at > ? ORDER BY updated_at DESC, id DESC`, userID, activeAfter, createdAfter)
+			FROM sessions WHERE user_id = ? AND updated_at > ? AND created_at > ? ORDER BY updated_at DESC, id DESC`, userID, nanosBound(activeAfter), nanosBound(createdAfter))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var s loremnews.Session
-			if err := rows.Scan(&s.ID, &s.UserID, &s.UserAgent, &s.IPAddress, &s.CreatedAt, &s.UpdatedAt); err != nil {
+			if err := rows.Scan(&s.ID, &s.UserID, &s.UserAgent, &s.IPAddress, timeColumn{&s.CreatedAt}, timeColumn{&s.UpdatedAt}); err != nil {
 				return err
 			}
 			sessions = append(sessions, &s)
@@ -120,7 +120,7 @@ func (db *DB) DeleteExpiredSessions(ctx context.Context, limits loremnews.Sessio
 	var n int64
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE updated_at <= ? OR created_at <= ?`, activeAfter, createdAfter)
+		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE updated_at <= ? OR created_at <= ?`, nanosBound(activeAfter), nanosBound(createdAfter))
 		if err != nil {
 			return err
 		}

@@ -54,8 +54,7 @@ type rows interface {
 // queryRows runs a listing's query: through the row reader on a read
 // connection (each column copied once and scanned without a driver.Value;
 // the statement stays prepared on the connection), through database/sql
-// elsewhere (a write transaction, a shared pool). The columns it scans
-// must be integers and text: no DATETIME, which only database/sql parses.
+// elsewhere (a write transaction, a shared pool).
 func queryRows(ctx context.Context, q querier, query string, args ...any) (rows, error) {
 	if r, ok := q.(readConn); ok {
 		rs, err := sqlitedb.Query(ctx, r.conn, query, args...)

@@ -17,12 +17,11 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanUser(s scanner, extra ...any) (*loremnews.User, error) {
 	var u loremnews.User
-	var lastSeen sql.NullTime
-	dest := append([]any{&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, &lastSeen, &u.PostsCount, &u.CreatedAt, &u.UpdatedAt}, extra...)
+	dest := append([]any{&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, timeColumn{&u.LastSeenAt}, &u.PostsCount,
+		timeColumn{&u.CreatedAt}, timeColumn{&u.UpdatedAt}}, extra...)
 	if err := s.Scan(dest...); err != nil {
 		return nil, err
 	}
-	u.LastSeenAt = lastSeen.Time
 	return &u, nil
 }
 
@@ -32,7 +31,7 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := db.now()
 		res, err := tx.ExecContext(ctx, `INSERT INTO users (screen_name, password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
-			screenName, passwordDigest, now, now, now)
+			screenName, passwordDigest, unixNanos(now), unixNanos(now), unixNanos(now))
 		if isUniqueViolation(err) {
 			return errScreenNameTaken
 		} else if err != nil {
@@ -94,7 +93,7 @@ func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passw
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET screen_name = ?, about = ?,
 			password_digest = CASE WHEN ? = '' THEN password_digest ELSE ? END, updated_at = ? WHERE id = ?`,
-			screenName, about, passwordDigest, passwordDigest, db.now(), id)
+			screenName, about, passwordDigest, passwordDigest, unixNanos(db.now()), id)
 		if isUniqueViolation(err) {
 			return errScreenNameTaken
 		} else if err != nil {
@@ -117,7 +116,7 @@ func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passw
 // password outlives the change.
 func (db *DB) ChangePassword(ctx context.Context, id int64, passwordDigest string, keepSessionID int64) error {
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE users SET password_digest = ?, updated_at = ? WHERE id = ?`, passwordDigest, db.now(), id)
+		res, err := tx.ExecContext(ctx, `UPDATE users SET password_digest = ?, updated_at = ? WHERE id = ?`, passwordDigest, unixNanos(db.now()), id)
 		if err != nil {
 			return err
 		}
@@ -254,14 +253,14 @@ func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, befo
 		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &created); err != nil {
 			return nil, err
 		}
-		p.CreatedAt = unixTime(created)
+		p.CreatedAt = timeOf(created)
 		posts = append(posts, p)
 	}
 	return posts, rows.Err()
 }
 
 func queryUserComments(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
-	rows, err := queryRows(ctx, q, `SELECT c.id, c.post_id, c.body, unixepoch(c.created_at), p.title
+	rows, err := queryRows(ctx, q, `SELECT c.id, c.post_id, c.body, c.created_at, p.title
 		FROM comments c JOIN posts p ON p.id = c.post_id
 		WHERE c.user_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`, author.ID, beforeID, limit)
 	if err != nil {
@@ -275,7 +274,7 @@ func queryUserComments(ctx context.Context, q querier, author *loremnews.User, b
 		if err := rows.Scan(&c.ID, &c.PostID, &c.Body, &created, &c.Post.Title); err != nil {
 			return nil, err
 		}
-		c.CreatedAt = unixTime(created)
+		c.CreatedAt = timeOf(created)
 		c.Post.ID = c.PostID
 		comments = append(comments, c)
 	}
