@@ -96,3 +96,48 @@ func wantUsageError(t *testing.T, err error, want string) {
 		t.Errorf("error = %v (%T), want a usage error containing %q", err, err, want)
 	}
 }
+
+// TestParseServeSecretKey: the key can come from a file, so it need not sit
+// on a command line that every user of the machine can read; a key given
+// twice, an empty or short file, or a missing one is a usage error.
+func TestParseServeSecretKey(t *testing.T) {
+	dir := t.TempDir()
+	key := strings.Repeat("k", 40)
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	good, empty, short := write("good", key+"\n"), write("empty", " \n"), write("short", "too short\n")
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantKey string // the key parsed, when wantErr is empty
+		wantErr string
+	}{
+		{"file", []string{"--secret-key-file", good}, key, ""},
+		{"flag", []string{"--secret-key", key}, key, ""},
+		{"both", []string{"--secret-key", key, "--secret-key-file", good}, "", "not both"},
+		{"empty file", []string{"--secret-key-file", empty}, "", "is empty"},
+		{"short file", []string{"--secret-key-file", short}, "", "at least 32 characters"},
+		{"missing file", []string{"--secret-key-file", filepath.Join(dir, "missing")}, "", "--secret-key-file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseServeFlags(tc.args, io.Discard)
+			if tc.wantErr != "" {
+				wantUsageError(t, err, tc.wantErr)
+				return
+			}
+			if err != nil || string(c.site.SecretKey) != tc.wantKey {
+				t.Fatalf("key %q, err %v; want %q", c.site.SecretKey, err, tc.wantKey)
+			}
+		})
+	}
+	var help strings.Builder
+	parseServeFlags([]string{"--help"}, &help)
+	if !strings.Contains(help.String(), "--secret-key-file") || !strings.Contains(help.String(), "/proc/PID/cmdline") {
+		t.Fatalf("--help does not offer the file or say why a flag is the worse place:\n%s", help.String())
+	}
+}

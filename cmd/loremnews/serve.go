@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/loremnews/loremnews"
@@ -49,6 +51,7 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 		logLevel         string
 		trustedProxies   string
 		secretKey        string
+		secretKeyFile    string
 		fs               = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH|postgres://…] [--profile NAME] [--benchmarking] [--seed-if-empty]",
 			"Serve Lorem News. The database is created and migrated on start.", stdout)
 	)
@@ -78,8 +81,10 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	fs.twin("session-idle", "LOREM_SESSION_IDLE")
 	fs.DurationVar(&c.site.SessionLifetime, "session-lifetime", 30*24*time.Hour, "a session is signed out this long after sign-in, however active")
 	fs.twin("session-lifetime", "LOREM_SESSION_LIFETIME")
-	fs.StringVar(&secretKey, "secret-key", "", "`KEY` (32+ characters) that signs CSRF tokens and device cookies; every process of one site needs the same.\n      Empty: random per process, so a restart makes open forms ask for a reload. Prefer the environment variable")
+	fs.StringVar(&secretKey, "secret-key", "", "`KEY` (32+ characters) that signs CSRF tokens and device cookies; every process of one site needs the same.\n      Empty: random per process, so a restart makes open forms ask for a reload. Give it in the environment variable or\n      --secret-key-file rather than here: a command line can be read by every user of the machine (ps, /proc/PID/cmdline)\n      and is kept in shell history, and whoever has the key can forge device cookies")
 	fs.twin("secret-key", "LOREM_SECRET_KEY")
+	fs.StringVar(&secretKeyFile, "secret-key-file", "", "read the secret key from the file at `PATH` (surrounding white space is dropped); instead of --secret-key")
+	fs.twin("secret-key-file", "LOREM_SECRET_KEY_FILE")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ (loopback addresses only)")
 	fs.twin("pprof", "LOREM_PPROF")
 	fs.IntVar(&c.gcPercent, "gc-percent", 400, "Go GC target (GOGC): heap growth between collections, in %; the server's live heap is small, so collecting 4× less often buys CPU for requests")
@@ -123,6 +128,18 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	}
 	if c.site.SessionIdle <= 0 || c.site.SessionLifetime <= 0 {
 		return c, usage("--session-idle and --session-lifetime must be positive")
+	}
+	if secretKeyFile != "" {
+		if secretKey != "" {
+			return c, usage("give the secret key once: --secret-key (or $LOREM_SECRET_KEY) or --secret-key-file, not both")
+		}
+		b, err := os.ReadFile(secretKeyFile)
+		if err != nil {
+			return c, usage("--secret-key-file: %v", err)
+		}
+		if secretKey = strings.TrimSpace(string(b)); secretKey == "" {
+			return c, usage("--secret-key-file %s is empty", secretKeyFile)
+		}
 	}
 	if secretKey != "" && len(secretKey) < 32 {
 		return c, usage("--secret-key must be at least 32 characters (e.g. openssl rand -hex 32)")
