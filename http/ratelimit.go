@@ -195,22 +195,24 @@ type reservation struct {
 }
 
 // reserveAll takes an attempt from every limiter, or from none: if one
-// refuses, those already taken are given back and the refusal's wait is
-// returned. release gives back all of them (after a success).
-func reserveAll(rs ...reservation) (release func(), ok bool, retryAfter time.Duration) {
+// refuses, those already taken are given back, and the limiter that
+// refused (so the answer can name it) and its wait are returned; refusedBy
+// is nil when every limiter agreed. release gives back all of them (after
+// a success).
+func reserveAll(rs ...reservation) (release func(), refusedBy *attemptLimiter, retryAfter time.Duration) {
 	for i, r := range rs {
 		if ok, wait := r.l.reserve(r.key); !ok {
 			for _, taken := range rs[:i] {
 				taken.l.release(taken.key)
 			}
-			return nil, false, wait
+			return nil, r.l, wait
 		}
 	}
 	return func() {
 		for _, r := range rs {
 			r.l.release(r.key)
 		}
-	}, true, 0
+	}, nil, 0
 }
 
 // accountKey normalises a screen name the way the database compares them.

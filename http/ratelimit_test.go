@@ -121,11 +121,11 @@ func TestKeyOfSeparatesParts(t *testing.T) {
 func TestReserveAllIsAllOrNothing(t *testing.T) {
 	a, b := newAttemptLimiter(5, time.Minute), newAttemptLimiter(1, time.Minute)
 	k := keyOf("k")
-	if _, ok, _ := reserveAll(reservation{a, k}, reservation{b, k}); !ok {
+	if _, refusedBy, _ := reserveAll(reservation{a, k}, reservation{b, k}); refusedBy != nil {
 		t.Fatal("first reservation refused")
 	}
-	if _, ok, wait := reserveAll(reservation{a, k}, reservation{b, k}); ok || wait <= 0 {
-		t.Fatal("second reservation allowed past b's limit of 1")
+	if _, refusedBy, wait := reserveAll(reservation{a, k}, reservation{b, k}); refusedBy != b || wait <= 0 {
+		t.Fatal("second reservation allowed past b's limit of 1, or the refusal not named b")
 	}
 	// a gave back the attempt b refused: it holds only the first one.
 	if got := a.count(k); got != 1 {
