@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,5 +226,27 @@ func testSignInRehashesAtTheConfiguredCost(t *testing.T, be backend) {
 	site.browser().signIn(0) // and the new digest signs in
 	if u, err := site.db.FindUserByID(ctx, site.ds.Users[1].ID); err != nil || u.PasswordDigest != site.ds.Users[1].PasswordDigest {
 		t.Fatalf("wrong passwords rehashed the digest (%v)", err)
+	}
+}
+
+// TestLookalikeTitlesAreTaken: a title that only looks like another (here
+// in full-width letters) is the same title, and a title with an invisible
+// character or a stack of marks is refused.
+func TestLookalikeTitlesAreTaken(t *testing.T) { forEachBackend(t, testLookalikeTitlesAreTaken) }
+
+func testLookalikeTitlesAreTaken(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
+	b := site.browser()
+	b.signIn(0)
+	wantRedirect(t, b.post("/posts", url.Values{"title": {"Lookalike title"}}), "/posts/")
+	for title, msg := range map[string]string{
+		"Ｌｏｏｋａｌｉｋｅ title":                               "Title has already been taken.",
+		"Lookalike\u2062 title":                         "Title contains invisible or text-direction characters.",
+		"Lookalike title\U000E0041":                     "Title contains invisible or text-direction characters.",
+		"L" + strings.Repeat("\u0300", 30) + "ookalike": "Title stacks too many accents or marks",
+	} {
+		r := b.post("/posts", url.Values{"title": {title}})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantBody(t, r, msg)
 	}
 }
