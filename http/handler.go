@@ -58,8 +58,13 @@ type Config struct {
 	SignUpsPerIP int
 	SignUpWindow time.Duration
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
-	// believed; from any other peer the header is ignored.
+	// believed; from any other peer the header is ignored. A request from
+	// one never reaches the loopback-only routes.
 	TrustedProxies []netip.Prefix
+	// AllowedHosts are the names (host names or IP addresses, without a
+	// port) the site is served as; a request with any other Host gets 400
+	// (see allowHosts). Empty means LoopbackHosts.
+	AllowedHosts []string
 	// SessionIdle and SessionLifetime bound a session on the server:
 	// unused for SessionIdle, or older than SessionLifetime, it is signed
 	// out (defaults: 14 and 30 days).
@@ -144,6 +149,9 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 	if cfg.SignUpWindow <= 0 {
 		cfg.SignUpWindow = time.Hour
 	}
+	if len(cfg.AllowedHosts) == 0 {
+		cfg.AllowedHosts = LoopbackHosts
+	}
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = 14 * 24 * time.Hour
 	}
@@ -202,7 +210,7 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		}
 		inner = gz(inner)
 	}
-	h.root = h.recoverPanics(h.instrument(h.admit(inner)))
+	h.root = h.recoverPanics(h.instrument(h.allowHosts(h.admit(inner))))
 	return h, nil
 }
 

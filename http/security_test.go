@@ -414,6 +414,7 @@ func testMetricsOnlyFromThisMachine(t *testing.T, be backend) {
 		{"127.0.0.1:5000", "Forwarded: for=203.0.113.5", 404},
 	} {
 		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.Host = "localhost"
 		req.RemoteAddr = tc.peer
 		if k, v, ok := strings.Cut(tc.header, ": "); ok {
 			req.Header.Set(k, v)
@@ -492,7 +493,7 @@ func testSlowBodyIs408(t *testing.T, be backend) {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	fmt.Fprintf(conn, "POST /signin HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\nscreen_name=slow")
+	fmt.Fprintf(conn, "POST /signin HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\nscreen_name=slow")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)

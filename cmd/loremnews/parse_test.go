@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -139,5 +140,38 @@ func TestParseServeSecretKey(t *testing.T) {
 	parseServeFlags([]string{"--help"}, &help)
 	if !strings.Contains(help.String(), "--secret-key-file") || !strings.Contains(help.String(), "/proc/PID/cmdline") {
 		t.Fatalf("--help does not offer the file or say why a flag is the worse place:\n%s", help.String())
+	}
+}
+
+// TestParseServeAllowedHosts: by default the site answers to the host of
+// --addr, and to this machine's loopback names when that is loopback; an
+// address that listens everywhere names no host, so the names must be
+// given.
+func TestParseServeAllowedHosts(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    string // the hosts, when wantErr is empty
+		wantErr string
+	}{
+		{[]string{"--addr", "127.0.0.1:3000"}, "[127.0.0.1 localhost ::1]", ""},
+		{[]string{"--addr", "localhost:3000"}, "[localhost 127.0.0.1 ::1]", ""},
+		{[]string{"--addr", "[::1]:3000"}, "[::1 localhost 127.0.0.1]", ""},
+		{[]string{"--addr", "192.0.2.10:80"}, "[192.0.2.10]", ""},
+		{[]string{"--addr", "News.Example:80"}, "[news.example]", ""},
+		{[]string{"--addr", "192.0.2.10:80", "--allowed-hosts", "news.example,www.news.example"}, "[news.example www.news.example]", ""},
+		{[]string{"--addr", ":3000", "--allowed-hosts", "news.example"}, "[news.example]", ""},
+		{[]string{"--addr", ":3000"}, "", "listens on every address"},
+		{[]string{"--addr", "0.0.0.0:3000"}, "", "listens on every address"},
+		{[]string{"--addr", "[::]:3000"}, "", "listens on every address"},
+		{[]string{"--allowed-hosts", "https://news.example"}, "", "invalid --allowed-hosts"},
+	} {
+		c, err := parseServeFlags(tc.args, io.Discard)
+		if tc.wantErr != "" {
+			wantUsageError(t, err, tc.wantErr)
+			continue
+		}
+		if err != nil || fmt.Sprint(c.site.AllowedHosts) != tc.want {
+			t.Errorf("%q: hosts %q, err %v; want %s", tc.args, c.site.AllowedHosts, err, tc.want)
+		}
 	}
 }

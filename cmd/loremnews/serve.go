@@ -50,6 +50,7 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 		allowRemoteBench bool
 		logLevel         string
 		trustedProxies   string
+		allowedHosts     string
 		secretKey        string
 		secretKeyFile    string
 		fs               = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH|postgres://…] [--profile NAME] [--benchmarking] [--seed-if-empty]",
@@ -77,6 +78,8 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	fs.twin("metrics-addr", "LOREM_METRICS_ADDR")
 	fs.StringVar(&trustedProxies, "trusted-proxies", "", "reverse proxies whose X-Forwarded-For is believed, `CIDR,...` prefixes or addresses (127.0.0.1,10.0.0.0/8);\n      from other peers the header is ignored. Sign-in limits count by the client address this gives")
 	fs.twin("trusted-proxies", "LOREM_TRUSTED_PROXIES")
+	fs.StringVar(&allowedHosts, "allowed-hosts", "", "the names the site is served as, `HOST,...` (news.example,192.0.2.10); a request with another Host header gets 400,\n      so a page on a domain re-pointed at this machine (DNS rebinding) cannot use it. Default: the host of --addr,\n      plus localhost, 127.0.0.1 and [::1] when that is a loopback address; required when --addr listens on every address")
+	fs.twin("allowed-hosts", "LOREM_ALLOWED_HOSTS")
 	fs.DurationVar(&c.site.SessionIdle, "session-idle", 14*24*time.Hour, "a session unused this long is signed out on the server")
 	fs.twin("session-idle", "LOREM_SESSION_IDLE")
 	fs.DurationVar(&c.site.SessionLifetime, "session-lifetime", 30*24*time.Hour, "a session is signed out this long after sign-in, however active")
@@ -125,6 +128,14 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	}
 	if c.site.TrustedProxies, err = lnhttp.ParseTrustedProxies(trustedProxies); err != nil {
 		return c, usage("invalid --trusted-proxies: %v", err)
+	}
+	if c.site.AllowedHosts, err = lnhttp.ParseAllowedHosts(allowedHosts); err != nil {
+		return c, usage("invalid --allowed-hosts: %v", err)
+	}
+	if len(c.site.AllowedHosts) == 0 {
+		if c.site.AllowedHosts = defaultAllowedHosts(host); c.site.AllowedHosts == nil {
+			return c, usage("--addr %s listens on every address: name the hosts the site is served as with --allowed-hosts (e.g. news.example,192.0.2.10)", c.addr)
+		}
 	}
 	if c.site.SessionIdle <= 0 || c.site.SessionLifetime <= 0 {
 		return c, usage("--session-idle and --session-lifetime must be positive")
@@ -221,6 +232,7 @@ func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	log.Info("answering only to these Host names (--allowed-hosts)", "hosts", strings.Join(site.AllowedHosts, ","))
 	if len(site.SecretKey) == 0 {
 		log.Info("no --secret-key: CSRF tokens and device cookies are signed with a random key for this process only")
 	}
@@ -292,6 +304,25 @@ func purgeExpiredSessions(ctx context.Context, db loremnews.SessionStore, limits
 		case <-t.C:
 		}
 	}
+}
+
+// defaultAllowedHosts is what --allowed-hosts is when not given: the host
+// of --addr, and this machine's loopback names when that is a loopback
+// address. An address that means every address (0.0.0.0, ::, or none)
+// names no host: nil.
+func defaultAllowedHosts(host string) []string {
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return nil
+	}
+	hosts := []string{strings.ToLower(host)}
+	if isLoopback(host) {
+		for _, name := range lnhttp.LoopbackHosts {
+			if name != hosts[0] {
+				hosts = append(hosts, name)
+			}
+		}
+	}
+	return hosts
 }
 
 func isLoopback(host string) bool {
