@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loremnews/loremnews"
 	lnhttp "github.com/loremnews/loremnews/http"
 	"github.com/loremnews/loremnews/seed"
 	"golang.org/x/crypto/bcrypt"
@@ -248,5 +249,69 @@ func testLookalikeTitlesAreTaken(t *testing.T, be backend) {
 		r := b.post("/posts", url.Values{"title": {title}})
 		wantStatus(t, r, http.StatusUnprocessableEntity)
 		wantBody(t, r, msg)
+	}
+}
+
+// TestContentLimitsPerAccount: one account may create 10 posts and 60
+// comments an hour (the defaults); past that it gets 429 with the minutes
+// to wait, while other accounts, and the benchmarking endpoints, which
+// have no account, are not held back. A refused form (422) is not counted.
+func TestContentLimitsPerAccount(t *testing.T) { forEachBackend(t, testContentLimitsPerAccount) }
+
+func testContentLimitsPerAccount(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{benchmarking: true})
+	b := site.browser()
+	b.signIn(0)
+	wantStatus(t, b.post("/posts", url.Values{"title": {"x"}}), http.StatusUnprocessableEntity)
+	for i := range 10 {
+		wantRedirect(t, b.post("/posts", url.Values{"title": {fmt.Sprint("Flood post ", i)}}), "/posts/")
+	}
+	r := b.post("/posts", url.Values{"title": {"One post too many"}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	wantBody(t, r, "You have written the most posts one account may in an hour (10). Try again in 60 minutes.")
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+
+	postPath := fmt.Sprintf("/posts/%d/comments", site.ds.Posts[0].ID)
+	wantStatus(t, b.post(postPath, url.Values{"body": {"x"}}), http.StatusUnprocessableEntity)
+	for i := range 60 {
+		wantRedirect(t, b.post(postPath, url.Values{"body": {fmt.Sprint("Flood comment ", i)}}), "/posts/")
+	}
+	r = b.post(postPath, url.Values{"body": {"One comment too many"}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	wantBody(t, r, "You have written the most comments one account may in an hour (60). Try again in 60 minutes.")
+
+	other := site.browser()
+	other.signIn(1)
+	wantRedirect(t, other.post("/posts", url.Values{"title": {"Another account posts"}}), "/posts/")
+	wantRedirect(t, other.post(postPath, url.Values{"body": {"Another account comments"}}), "/posts/")
+	for range 15 {
+		req, _ := http.NewRequest(http.MethodPost, site.srv.URL+"/benchmarking/post_create", nil)
+		wantRedirect(t, b.do(req), "/posts/")
+	}
+}
+
+// TestSessionsPerAccountCapped: at most 50 browsers are signed in to one
+// account; the 51st sign-in signs out the one that signed in first.
+func TestSessionsPerAccountCapped(t *testing.T) { forEachBackend(t, testSessionsPerAccountCapped) }
+
+func testSessionsPerAccountCapped(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
+	var browsers []*browser
+	for range 51 {
+		b := site.browser()
+		b.signIn(0)
+		browsers = append(browsers, b)
+	}
+	sessions, err := site.db.UserSessions(context.Background(), site.ds.Users[0].ID, loremnews.SessionLimits{})
+	if err != nil || len(sessions) != 50 {
+		t.Fatalf("%d sessions (%v), want 50", len(sessions), err)
+	}
+	wantBody(t, browsers[0].get("/"), "Sign in")
+	for _, b := range browsers[1:] {
+		if r := b.get("/"); !strings.Contains(r.body, "Sign out") {
+			t.Fatal("a browser other than the first was signed out")
+		}
 	}
 }

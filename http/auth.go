@@ -206,10 +206,33 @@ func (h *Handler) tooMany(w http.ResponseWriter, refusedBy *attemptLimiter, wait
 		}
 	case h.addrSignUps:
 		msg = fmt.Sprintf("Too many sign-ups from your address. Try again in %d minutes.", minutes)
+	case h.accountPosts:
+		msg = fmt.Sprintf("You have written the most posts one account may in %s (%d). Try again in %d minutes.", windowText(h.cfg.ContentWindow), h.cfg.PostsPerAccount, minutes)
+	case h.accountComments:
+		msg = fmt.Sprintf("You have written the most comments one account may in %s (%d). Try again in %d minutes.", windowText(h.cfg.ContentWindow), h.cfg.CommentsPerAccount, minutes)
 	default:
 		msg = fmt.Sprintf("Too many attempts. Try again in %d minutes.", minutes)
 	}
 	return loremnews.Errorf(loremnews.ETOOMANY, "%s", msg)
+}
+
+// windowText names a limit's window for a message: "an hour", "30 minutes".
+func windowText(d time.Duration) string {
+	if d == time.Hour {
+		return "an hour"
+	}
+	return fmt.Sprintf("%d minutes", int(d.Minutes()))
+}
+
+// reserveWrite takes one of the reader's posts or comments (l) for the
+// window, before it is written; release gives it back when the write
+// fails. A refusal is a 429 naming the limit.
+func (h *Handler) reserveWrite(w http.ResponseWriter, r *http.Request, l *attemptLimiter) (release func(), err error) {
+	release, refusedBy, wait := reserveAll(reservation{l, keyOf("account-id", strconv.FormatInt(state(r).user.ID, 10))})
+	if refusedBy != nil {
+		return nil, h.tooMany(w, refusedBy, wait, true)
+	}
+	return release, nil
 }
 
 // checkPassword confirms that password is u's, for changes that need it

@@ -57,6 +57,18 @@ type Config struct {
 	// SignUpWindow (defaults: 10 per hour).
 	SignUpsPerIP int
 	SignUpWindow time.Duration
+	// PostsPerAccount and CommentsPerAccount are how many posts and
+	// comments one account may create per ContentWindow (defaults: 10 and
+	// 60 an hour), so one account cannot flood the site; past that it gets
+	// 429 with the minutes to wait. The benchmarking endpoints have no
+	// account and are not limited.
+	PostsPerAccount    int
+	CommentsPerAccount int
+	ContentWindow      time.Duration
+	// MaxSessionsPerAccount is how many browsers may be signed in to one
+	// account at once (default 50); a sign-in past it signs out the
+	// browser that signed in longest ago.
+	MaxSessionsPerAccount int
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
 	// believed; from any other peer the header is ignored. A request from
 	// one never reaches the loopback-only routes.
@@ -99,6 +111,9 @@ type Handler struct {
 	addrFailures        *attemptLimiter
 	accountFailures     *attemptLimiter
 	addrSignUps         *attemptLimiter
+	// posts and comments created, by account
+	accountPosts    *attemptLimiter
+	accountComments *attemptLimiter
 
 	// dummyDigest is compared against when a screen name does not exist,
 	// at the configured cost, so both answers take as long; dummyTook is
@@ -149,6 +164,18 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 	if cfg.SignUpWindow <= 0 {
 		cfg.SignUpWindow = time.Hour
 	}
+	if cfg.PostsPerAccount <= 0 {
+		cfg.PostsPerAccount = 10
+	}
+	if cfg.CommentsPerAccount <= 0 {
+		cfg.CommentsPerAccount = 60
+	}
+	if cfg.ContentWindow <= 0 {
+		cfg.ContentWindow = time.Hour
+	}
+	if cfg.MaxSessionsPerAccount <= 0 {
+		cfg.MaxSessionsPerAccount = 50
+	}
 	if len(cfg.AllowedHosts) == 0 {
 		cfg.AllowedHosts = LoopbackHosts
 	}
@@ -181,6 +208,8 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		addrFailures:        newAttemptLimiter(cfg.SignInFailuresPerIP, cfg.SignInWindow),
 		accountFailures:     newAttemptLimiter(cfg.SignInFailuresPerAccount, cfg.SignInWindow),
 		addrSignUps:         newAttemptLimiter(cfg.SignUpsPerIP, cfg.SignUpWindow),
+		accountPosts:        newAttemptLimiter(cfg.PostsPerAccount, cfg.ContentWindow),
+		accountComments:     newAttemptLimiter(cfg.CommentsPerAccount, cfg.ContentWindow),
 
 		dummyDigest:   dummy,
 		sessionLimits: loremnews.SessionLimits{Idle: cfg.SessionIdle, Lifetime: cfg.SessionLifetime},

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -9,6 +10,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -219,7 +221,28 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, u *loremn
 		return err
 	}
 	h.setCookie(w, sessionCookie, token, h.sessionLimits.Lifetime)
+	h.signOutOldest(r.Context(), u.ID)
 	return nil
+}
+
+// signOutOldest keeps at most MaxSessionsPerAccount browsers signed in to
+// the account, signing out those that signed in longest ago, so sign-ins
+// in a loop cannot grow the sessions table (and the owner's list of
+// browsers) without end. A failure is logged: the sign-in has happened.
+func (h *Handler) signOutOldest(ctx context.Context, userID int64) {
+	sessions, err := h.store.UserSessions(ctx, userID, h.sessionLimits)
+	if err != nil || len(sessions) <= h.cfg.MaxSessionsPerAccount {
+		if err != nil {
+			h.log.Warn("list sessions to keep their number", "user", userID, "err", err)
+		}
+		return
+	}
+	slices.SortFunc(sessions, func(a, b *loremnews.Session) int { return cmp.Compare(a.ID, b.ID) }) // ids grow with time
+	for _, s := range sessions[:len(sessions)-h.cfg.MaxSessionsPerAccount] {
+		if err := h.store.DeleteSession(ctx, s.ID); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
+			h.log.Warn("sign out the oldest session", "session", s.ID, "err", err)
+		}
+	}
 }
 
 // hostPrefix makes a browser accept a cookie only if it is Secure, for

@@ -84,6 +84,12 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	fs.twin("session-idle", "LOREM_SESSION_IDLE")
 	fs.DurationVar(&c.site.SessionLifetime, "session-lifetime", 30*24*time.Hour, "a session is signed out this long after sign-in, however active")
 	fs.twin("session-lifetime", "LOREM_SESSION_LIFETIME")
+	fs.IntVar(&c.site.PostsPerAccount, "posts-per-hour", 10, "posts one account may create in an hour; past it, 429 with the minutes to wait")
+	fs.twin("posts-per-hour", "LOREM_POSTS_PER_HOUR")
+	fs.IntVar(&c.site.CommentsPerAccount, "comments-per-hour", 60, "comments one account may create in an hour; past it, 429 with the minutes to wait")
+	fs.twin("comments-per-hour", "LOREM_COMMENTS_PER_HOUR")
+	fs.IntVar(&c.site.MaxSessionsPerAccount, "max-sessions", 50, "browsers that may be signed in to one account at once; one more sign-in signs out the oldest")
+	fs.twin("max-sessions", "LOREM_MAX_SESSIONS")
 	fs.StringVar(&secretKey, "secret-key", "", "`KEY` (32+ characters) that signs CSRF tokens and device cookies; every process of one site needs the same.\n      Empty: random per process, so a restart makes open forms ask for a reload. Give it in the environment variable or\n      --secret-key-file rather than here: a command line can be read by every user of the machine (ps, /proc/PID/cmdline)\n      and is kept in shell history, and whoever has the key can forge device cookies")
 	fs.twin("secret-key", "LOREM_SECRET_KEY")
 	fs.StringVar(&secretKeyFile, "secret-key-file", "", "read the secret key from the file at `PATH` (surrounding white space is dropped); instead of --secret-key")
@@ -136,6 +142,9 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 		if c.site.AllowedHosts = defaultAllowedHosts(host); c.site.AllowedHosts == nil {
 			return c, usage("--addr %s listens on every address: name the hosts the site is served as with --allowed-hosts (e.g. news.example,192.0.2.10)", c.addr)
 		}
+	}
+	if c.site.PostsPerAccount <= 0 || c.site.CommentsPerAccount <= 0 || c.site.MaxSessionsPerAccount <= 0 {
+		return c, usage("--posts-per-hour, --comments-per-hour and --max-sessions must be positive")
 	}
 	if c.site.SessionIdle <= 0 || c.site.SessionLifetime <= 0 {
 		return c, usage("--session-idle and --session-lifetime must be positive")
