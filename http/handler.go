@@ -28,7 +28,8 @@ type Config struct {
 	Benchmark loremnews.BenchmarkStore
 	// SecureCookies marks cookies Secure; set it when served over HTTPS.
 	SecureCookies bool
-	// BcryptCost for new passwords; 0 means bcrypt.DefaultCost.
+	// BcryptCost for new passwords, and for stored ones made at another
+	// cost when their owner next signs in; 0 means bcrypt.DefaultCost.
 	BcryptCost int
 	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64

@@ -68,7 +68,7 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	fs.twin("seed-if-empty", "LOREM_SEED_IF_EMPTY")
 	fs.BoolVar(&c.site.SecureCookies, "secure-cookies", false, "mark cookies Secure (set when served over HTTPS, e.g. behind a TLS proxy)")
 	fs.twin("secure-cookies", "LOREM_SECURE_COOKIES")
-	fs.IntVar(&c.site.BcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost for new passwords (4–31)")
+	fs.IntVar(&c.site.BcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost for new passwords (4–31); a password stored at another cost is stored again at this one when its owner signs in")
 	fs.twin("bcrypt-cost", "LOREM_BCRYPT_COST")
 	fs.StringVar(&logLevel, "log-level", "info", "log `LEVEL`: debug (every request), info, warn, error")
 	fs.twin("log-level", "LOREM_LOG_LEVEL")
