@@ -279,6 +279,11 @@ type UserStore interface {
 	// of the user but keepSessionID (0 keeps none), in one transaction:
 	// a changed password signs out every other browser.
 	ChangePassword(ctx context.Context, id int64, passwordDigest string, keepSessionID int64) error
+	// RehashPassword replaces the user's password digest with newDigest
+	// (the same password hashed at another cost) only if it is still
+	// oldDigest, and reports whether it did: a password changed meanwhile
+	// is never put back. No session ends.
+	RehashPassword(ctx context.Context, id int64, oldDigest, newDigest string) (bool, error)
 	// DeleteUser removes the user with their sessions, posts and comments,
 	// fixing the comment counters of other users' posts in the same transaction.
 	DeleteUser(ctx context.Context, id int64) error

@@ -177,14 +177,19 @@ func (h *Handler) rehash(r *http.Request, u *loremnews.User, password string) {
 		return
 	}
 	digest, err := bcrypt.GenerateFromPassword([]byte(password), h.cfg.BcryptCost)
+	done := false
 	if err == nil {
-		_, err = h.store.UpdateUser(r.Context(), u.ID, u.ScreenName, u.About, string(digest))
+		// Only over the digest just checked: a password changed meanwhile
+		// (by its owner, in another browser) is never put back.
+		done, err = h.store.RehashPassword(r.Context(), u.ID, u.PasswordDigest, string(digest))
 	}
 	if err != nil {
 		h.log.Warn("rehash password at the configured cost", "user", u.ID, "err", err)
 		return
 	}
-	u.PasswordDigest = string(digest)
+	if done {
+		u.PasswordDigest = string(digest)
+	}
 }
 
 // tooMany is the 429 for an attempt refusedBy refused, with Retry-After.
