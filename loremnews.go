@@ -11,7 +11,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // User is a member of the site. PostsCount is a counter cache kept equal to
@@ -99,9 +102,13 @@ type PostInput struct {
 	Description string
 }
 
-// Normalize trims surrounding space, so "   " counts as empty.
+// Normalize trims surrounding space, so "   " counts as empty, and puts
+// the title in Unicode's NFKC form: titles must be unique, and characters
+// that look alike (full-width "Ｈｅｌｌｏ", the ligature "ﬁ", "①") are
+// stored as the one spelling they look like, so the database's unique
+// index compares what readers see.
 func (in *PostInput) Normalize() {
-	in.Title = strings.TrimSpace(in.Title)
+	in.Title = strings.TrimSpace(norm.NFKC.String(in.Title))
 	in.Description = strings.TrimSpace(in.Description)
 }
 
@@ -230,6 +237,9 @@ func validText(field, s string, minLen, maxLen int) error {
 	if field != "Comment" && hasInvisible(s) {
 		return Errorf(EINVALID, "%s contains invisible or text-direction characters.", field)
 	}
+	if field != "Comment" && stacksMarks(s) {
+		return Errorf(EINVALID, "%s stacks too many accents or marks on one character (at most %d).", field, MaxCombiningMarks)
+	}
 	n := utf8.RuneCountInString(s)
 	switch {
 	case n == 0:
@@ -269,6 +279,11 @@ type UserStore interface {
 	// of the user but keepSessionID (0 keeps none), in one transaction:
 	// a changed password signs out every other browser.
 	ChangePassword(ctx context.Context, id int64, passwordDigest string, keepSessionID int64) error
+	// RehashPassword replaces the user's password digest with newDigest
+	// (the same password hashed at another cost) only if it is still
+	// oldDigest, and reports whether it did: a password changed meanwhile
+	// is never put back. No session ends.
+	RehashPassword(ctx context.Context, id int64, oldDigest, newDigest string) (bool, error)
 	// DeleteUser removes the user with their sessions, posts and comments,
 	// fixing the comment counters of other users' posts in the same transaction.
 	DeleteUser(ctx context.Context, id int64) error
@@ -383,21 +398,41 @@ func hasControl(s string, multiline bool) bool {
 }
 
 // hasInvisible reports whether s holds characters that change how the
-// text around them reads without being seen: bidirectional overrides,
-// embeddings, isolates and marks (which can make "gpj.exe" show as
-// "exe.jpg") and zero-width characters (which make two titles or names
-// look alike). One-line fields — titles, screen names — refuse them;
-// comments and descriptions keep them, as right-to-left text and emoji
-// sequences need them.
+// text around them reads without being seen, or are not seen at all:
+// Unicode's format characters (Cf: bidirectional overrides, embeddings,
+// isolates and marks, which can make "gpj.exe" show as "exe.jpg";
+// zero-width spaces and joiners; invisible operators such as U+2062; tag
+// characters), the other default-ignorable code points (the Hangul
+// fillers such as U+3164, variation selectors), and the line and
+// paragraph separators U+2028 and U+2029. With them two titles or names
+// that differ look alike. One-line fields — titles, screen names —
+// refuse them; comments and descriptions keep them, as right-to-left
+// text and emoji sequences need them.
 func hasInvisible(s string) bool {
 	for _, r := range s {
-		switch {
-		case r >= 0x202a && r <= 0x202e, // LRE, RLE, PDF, LRO, RLO
-			r >= 0x2066 && r <= 0x2069,            // LRI, RLI, FSI, PDI
-			r == 0x200e, r == 0x200f, r == 0x061c, // LRM, RLM, ALM
-			r >= 0x200b && r <= 0x200d, // zero-width space, non-joiner, joiner
-			r == 0x2060, r == 0xfeff,   // word joiner, zero-width no-break space
-			r == 0x180e, r == 0x00ad: // Mongolian vowel separator, soft hyphen
+		if unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Zl, unicode.Zp) {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxCombiningMarks is how many combining marks (accents, vowel signs,
+// points) one character of a one-line field may carry. Vietnamese stacks
+// two, pointed Hebrew three; "Zalgo" text stacks dozens, drawing over the
+// lines around it and hiding what the text says.
+const MaxCombiningMarks = 4
+
+// stacksMarks reports whether s has a run of more than MaxCombiningMarks
+// combining marks.
+func stacksMarks(s string) bool {
+	run := 0
+	for _, r := range s {
+		if !unicode.Is(unicode.M, r) {
+			run = 0
+			continue
+		}
+		if run++; run > MaxCombiningMarks {
 			return true
 		}
 	}

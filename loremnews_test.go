@@ -47,6 +47,20 @@ func TestValidation(t *testing.T) {
 		"name RLO":           {loremnews.SignUpInput{ScreenName: "ann\u202e", Password: "12345678"}.Validate(), "Screen name contains invisible"},
 		"name zero width":    {loremnews.ProfileInput{ScreenName: "a\u200bnn"}.Validate(), "Screen name contains invisible"},
 		"comment ZWJ ok":     {loremnews.CommentInput{Body: "family: \U0001F468\u200d\U0001F469"}.Validate(), ""},
+		// Format characters, default-ignorables and separators beyond the
+		// bidirectional and zero-width ones above.
+		"title invisible times":  {loremnews.PostInput{Title: "Hello\u2062world"}.Validate(), "invisible or text-direction"},
+		"title tag characters":   {loremnews.PostInput{Title: "Hello world\U000E0041\U000E0042\U000E007F"}.Validate(), "invisible or text-direction"},
+		"title hangul filler":    {loremnews.PostInput{Title: "Hello\u3164world"}.Validate(), "invisible or text-direction"},
+		"title line separator":   {loremnews.PostInput{Title: "Hello\u2028world"}.Validate(), "invisible or text-direction"},
+		"title para separator":   {loremnews.PostInput{Title: "Hello\u2029world"}.Validate(), "invisible or text-direction"},
+		"title variation sel":    {loremnews.PostInput{Title: "Hello\ufe0f world"}.Validate(), "invisible or text-direction"},
+		"title CGJ":              {loremnews.PostInput{Title: "Hel\u034flo world"}.Validate(), "invisible or text-direction"},
+		"name tag characters":    {loremnews.ProfileInput{ScreenName: "ann\U000E0041"}.Validate(), "Screen name contains invisible"},
+		"title zalgo":            {loremnews.PostInput{Title: "He" + strings.Repeat("\u0301", 5) + "llo world"}.Validate(), "too many accents or marks on one character (at most 4)"},
+		"title marks spread ok":  {loremnews.PostInput{Title: "He\u0301\u0302l\u0303l\u0304o\u0323\u0302\u0301\u0300 world"}.Validate(), ""},
+		"title vietnamese ok":    {loremnews.PostInput{Title: "Tiếng Việt có dấu"}.Validate(), ""},
+		"description keeps them": {loremnews.PostInput{Title: "Hello", Description: "a\u2062b \u3164 " + strings.Repeat("\u0301", 9)}.Validate(), ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.want == "" {
@@ -59,6 +73,22 @@ func TestValidation(t *testing.T) {
 				t.Fatalf("got %v, want EINVALID %q", tc.err, tc.want)
 			}
 		})
+	}
+}
+
+// TestTitlesNormalizedToNFKC: titles that look alike are stored as one
+// spelling (NFKC), so the unique index compares what readers see.
+func TestTitlesNormalizedToNFKC(t *testing.T) {
+	for in, want := range map[string]string{
+		"Ｈｅｌｌｏ world":       "Hello world",    // full-width letters
+		"\ufb01nal answer":  "final answer",   // the ligature ﬁ
+		"Top \u2460 reason": "Top 1 reason",   // circled digit
+		"Cafe\u0301 menu":   "Caf\u00e9 menu", // decomposed accent
+		"  Plain title  ":   "Plain title",
+	} {
+		if got := normalizedPost(in, "").Title; got != want {
+			t.Errorf("%q normalised to %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -77,40 +78,46 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	account, addr := accountKey(name), addrGroup(h.clientAddr(r))
+	// The account is looked up first: a browser is known to it by its id
+	// and password (the device cookie), not by a name someone else may
+	// take later.
+	u, err := h.store.FindUserByScreenName(r.Context(), name)
+	switch loremnews.ErrorCode(err) {
+	case "":
+	case loremnews.ENOTFOUND:
+		u = nil
+	default:
+		fail(err)
+		return
+	}
 	rs := []reservation{
 		{h.accountAddrFailures, keyOf("account+address", account, addr)},
 		{h.addrFailures, keyOf("address", addr)},
 	}
-	known := h.knownDevice(r, account)
+	known := u != nil && h.knownDevice(r, u)
 	if !known {
 		rs = append(rs, reservation{h.accountFailures, keyOf("account", account)})
 	}
 	// The attempt is counted before the password is checked, so requests
 	// sent at once cannot all be judged; a successful one is given back.
-	release, ok, wait := reserveAll(rs...)
-	if !ok {
-		h.tooMany(w, r, wait, known)
+	release, refusedBy, wait := reserveAll(rs...)
+	if refusedBy != nil {
+		h.renderError(w, r, h.tooMany(w, refusedBy, wait, known))
 		return
 	}
-	u, err := h.store.FindUserByScreenName(r.Context(), name)
-	switch loremnews.ErrorCode(err) {
-	case "":
-	case loremnews.ENOTFOUND:
+	if u == nil {
 		// Spend the same time as a real check, so timing does not tell
 		// whether the screen name exists.
-		bcrypt.CompareHashAndPassword(h.dummyDigest, []byte(password))
+		h.checkDummy(password)
 		fail(errBadCredentials)
 		return
-	default:
-		release() // not the client's fault
-		fail(err)
-		return
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PasswordDigest), []byte(password)) != nil {
+	if !h.checkDigest(r.Context(), u.PasswordDigest, password) {
 		fail(errBadCredentials)
 		return
 	}
 	release()
+	h.rehash(r, u, password)
 	if old := state(r).session; old != nil {
 		// Signing in again replaces this browser's session, whoever it was.
 		if err := h.store.DeleteSession(r.Context(), old.ID); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
@@ -122,7 +129,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
-	h.setDeviceCookie(w, account)
+	h.setDeviceCookie(w, u)
 	h.setFlash(w, "signed-in")
 	if returnTo == "" {
 		returnTo = "/"
@@ -130,36 +137,128 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, returnTo, http.StatusSeeOther)
 }
 
-// tooMany answers 429 with Retry-After. A browser without the account's
-// device cookie is told that one it signed in from before still can.
-func (h *Handler) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration, knownDevice bool) {
+// checkDummy compares password with the dummy digest, as long as a real
+// check at the configured cost takes, and remembers how long it took.
+func (h *Handler) checkDummy(password string) {
+	start := time.Now()
+	bcrypt.CompareHashAndPassword(h.dummyDigest, []byte(password))
+	h.dummyTook.Store(int64(time.Since(start)))
+}
+
+// checkDigest reports whether password matches a stored digest. A digest
+// made at a lower cost than --bcrypt-cost (before the cost was raised, for
+// an account that has not signed in since) checks faster than the dummy
+// digest unknown names are checked against, so the check then waits out
+// the difference: timing must not tell which names exist.
+func (h *Handler) checkDigest(ctx context.Context, digest, password string) bool {
+	start := time.Now()
+	ok := len(password) <= loremnews.MaxPasswordLen && bcrypt.CompareHashAndPassword([]byte(digest), []byte(password)) == nil
+	if cost, err := bcrypt.Cost([]byte(digest)); err == nil && cost < h.cfg.BcryptCost {
+		if rest := time.Duration(h.dummyTook.Load()) - time.Since(start); rest > 0 {
+			t := time.NewTimer(rest)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+	}
+	return ok
+}
+
+// rehash stores u's password again at --bcrypt-cost when its digest was
+// made at another cost, after a successful sign-in (the only time the
+// password is known), so stored digests follow a changed cost: a raised
+// cost protects them, and the dummy check for unknown names (made at
+// the configured cost) takes as long as the check of a known one. It
+// updates u. A failure is logged; the sign-in goes on.
+func (h *Handler) rehash(r *http.Request, u *loremnews.User, password string) {
+	if cost, err := bcrypt.Cost([]byte(u.PasswordDigest)); err != nil || cost == h.cfg.BcryptCost {
+		return
+	}
+	digest, err := bcrypt.GenerateFromPassword([]byte(password), h.cfg.BcryptCost)
+	done := false
+	if err == nil {
+		// Only over the digest just checked: a password changed meanwhile
+		// (by its owner, in another browser) is never put back.
+		done, err = h.store.RehashPassword(r.Context(), u.ID, u.PasswordDigest, string(digest))
+	}
+	if err != nil {
+		h.log.Warn("rehash password at the configured cost", "user", u.ID, "err", err)
+		return
+	}
+	if done {
+		u.PasswordDigest = string(digest)
+	}
+}
+
+// tooMany is the 429 for an attempt refusedBy refused, with Retry-After.
+// The message names the limit, so the reader knows what would help:
+// waiting, another address, or a browser that signed in before.
+func (h *Handler) tooMany(w http.ResponseWriter, refusedBy *attemptLimiter, wait time.Duration, knownDevice bool) error {
 	minutes := int(wait.Minutes()) + 1
 	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-	msg := fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", minutes)
-	if !knownDevice {
-		msg = fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes, or from a browser you have signed in with before.", minutes)
+	var msg string
+	switch refusedBy {
+	case h.accountAddrFailures:
+		msg = fmt.Sprintf("Too many wrong passwords for this account from your address. Try again in %d minutes.", minutes)
+	case h.addrFailures:
+		msg = fmt.Sprintf("Too many failed sign-ins from your address, to any account. Try again in %d minutes.", minutes)
+	case h.accountFailures:
+		msg = fmt.Sprintf("Too many failed sign-ins to this account, from many addresses. Try again in %d minutes.", minutes)
+		if !knownDevice {
+			msg = fmt.Sprintf("Too many failed sign-ins to this account from browsers it has not signed in with. Try again in %d minutes, or from a browser you have signed in with before.", minutes)
+		}
+	case h.addrSignUps:
+		msg = fmt.Sprintf("Too many sign-ups from your address. Try again in %d minutes.", minutes)
+	case h.accountPosts:
+		msg = fmt.Sprintf("You have written the most posts one account may in %s (%d). Try again in %d minutes.", windowText(h.cfg.ContentWindow), h.cfg.PostsPerAccount, minutes)
+	case h.accountComments:
+		msg = fmt.Sprintf("You have written the most comments one account may in %s (%d). Try again in %d minutes.", windowText(h.cfg.ContentWindow), h.cfg.CommentsPerAccount, minutes)
+	default:
+		msg = fmt.Sprintf("Too many attempts. Try again in %d minutes.", minutes)
 	}
-	h.renderError(w, r, loremnews.Errorf(loremnews.ETOOMANY, "%s", msg))
+	return loremnews.Errorf(loremnews.ETOOMANY, "%s", msg)
+}
+
+// windowText names a limit's window for a message: "an hour", "30 minutes".
+func windowText(d time.Duration) string {
+	if d == time.Hour {
+		return "an hour"
+	}
+	return fmt.Sprintf("%d minutes", int(d.Minutes()))
+}
+
+// reserveWrite takes one of the reader's posts or comments (l) for the
+// window, before it is written; release gives it back when the write
+// fails. A refusal is a 429 naming the limit.
+func (h *Handler) reserveWrite(w http.ResponseWriter, r *http.Request, l *attemptLimiter) (release func(), err error) {
+	release, refusedBy, wait := reserveAll(reservation{l, keyOf("account-id", strconv.FormatInt(state(r).user.ID, 10))})
+	if refusedBy != nil {
+		return nil, h.tooMany(w, refusedBy, wait, true)
+	}
+	return release, nil
 }
 
 // checkPassword confirms that password is u's, for changes that need it
-// (a new password, deleting the account). Wrong guesses count against the
-// same per-address limits as sign-ins, so a stolen session cannot be used
-// to guess the password.
+// (a new password or screen name, deleting the account). Wrong guesses
+// count against the same limits as failed sign-ins, the account-wide one
+// included, so a stolen session gets no more guesses than sign-in gives,
+// from however many addresses.
 func (h *Handler) checkPassword(w http.ResponseWriter, r *http.Request, u *loremnews.User, password string) error {
 	if password == "" {
 		return loremnews.Errorf(loremnews.EINVALID, "Enter your current password.")
 	}
 	addr := addrGroup(h.clientAddr(r))
-	release, ok, wait := reserveAll(
+	release, refusedBy, wait := reserveAll(
 		reservation{h.accountAddrFailures, keyOf("account+address", accountKey(u.ScreenName), addr)},
 		reservation{h.addrFailures, keyOf("address", addr)},
+		reservation{h.accountFailures, keyOf("account", accountKey(u.ScreenName))},
 	)
-	if !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		return loremnews.Errorf(loremnews.ETOOMANY, "Too many wrong passwords. Try again in %d minutes.", int(wait.Minutes())+1)
+	if refusedBy != nil {
+		return h.tooMany(w, refusedBy, wait, true)
 	}
-	if len(password) > loremnews.MaxPasswordLen || bcrypt.CompareHashAndPassword([]byte(u.PasswordDigest), []byte(password)) != nil {
+	if !h.checkDigest(r.Context(), u.PasswordDigest, password) {
 		return loremnews.Errorf(loremnews.EINVALID, "Your current password is not right.")
 	}
 	release()
@@ -195,9 +294,8 @@ func (h *Handler) signUp(w http.ResponseWriter, r *http.Request) {
 	}
 	// Each sign-up costs a bcrypt hash and makes an account: limited per
 	// address, counted whether or not the name turns out to be taken.
-	if _, ok, wait := reserveAll(reservation{h.addrSignUps, keyOf("sign-up", addrGroup(h.clientAddr(r)))}); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		h.renderError(w, r, loremnews.Errorf(loremnews.ETOOMANY, "Too many sign-ups from your address. Try again in %d minutes.", int(wait.Minutes())+1))
+	if _, refusedBy, wait := reserveAll(reservation{h.addrSignUps, keyOf("sign-up", addrGroup(h.clientAddr(r)))}); refusedBy != nil {
+		h.renderError(w, r, h.tooMany(w, refusedBy, wait, false))
 		return
 	}
 	digest, err := bcrypt.GenerateFromPassword([]byte(in.Password), h.cfg.BcryptCost)
@@ -214,6 +312,9 @@ func (h *Handler) signUp(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, err)
 		return
 	}
+	// The browser that made the account is one it has signed in with: its
+	// owner is not locked out of it by others' failed sign-ins.
+	h.setDeviceCookie(w, u)
 	h.setFlash(w, "signed-up")
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }

@@ -30,7 +30,12 @@ func (h *Handler) createComment(w http.ResponseWriter, r *http.Request) {
 	err = in.Validate()
 	var c *loremnews.Comment
 	if err == nil {
-		c, err = h.store.CreateComment(r.Context(), postID, state(r).user.ID, in)
+		var release func()
+		if release, err = h.reserveWrite(w, r, h.accountComments); err == nil {
+			if c, err = h.store.CreateComment(r.Context(), postID, state(r).user.ID, in); err != nil {
+				release()
+			}
+		}
 	}
 	if loremnews.ErrorCode(err) == loremnews.EINVALID {
 		h.renderPost(w, r, statusFor(loremnews.EINVALID), postID, in, loremnews.ErrorMessage(err))

@@ -35,7 +35,8 @@ func newFuzzSite(t testing.TB) *fuzzSite {
 	if err := site.db.CreateSession(context.Background(), &loremnews.Session{UserID: site.ds.Users[0].ID, TokenDigest: digest[:]}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := lnhttp.NewHandler(site.db, lnhttp.Config{Benchmark: site.db.Benchmark(), BcryptCost: 4, MaxBodyBytes: 64 << 10})
+	// httptest.NewRequest's requests are for example.com.
+	h, err := lnhttp.NewHandler(site.db, lnhttp.Config{Benchmark: site.db.Benchmark(), BcryptCost: 4, MaxBodyBytes: 64 << 10, AllowedHosts: []string{"example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}

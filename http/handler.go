@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzhttp"
@@ -27,7 +28,8 @@ type Config struct {
 	Benchmark loremnews.BenchmarkStore
 	// SecureCookies marks cookies Secure; set it when served over HTTPS.
 	SecureCookies bool
-	// BcryptCost for new passwords; 0 means bcrypt.DefaultCost.
+	// BcryptCost for new passwords, and for stored ones made at another
+	// cost when their owner next signs in; 0 means bcrypt.DefaultCost.
 	BcryptCost int
 	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64
@@ -56,9 +58,26 @@ type Config struct {
 	// SignUpWindow (defaults: 10 per hour).
 	SignUpsPerIP int
 	SignUpWindow time.Duration
+	// PostsPerAccount and CommentsPerAccount are how many posts and
+	// comments one account may create per ContentWindow (defaults: 10 and
+	// 60 an hour), so one account cannot flood the site; past that it gets
+	// 429 with the minutes to wait. The benchmarking endpoints have no
+	// account and are not limited.
+	PostsPerAccount    int
+	CommentsPerAccount int
+	ContentWindow      time.Duration
+	// MaxSessionsPerAccount is how many browsers may be signed in to one
+	// account at once (default 50); a sign-in past it signs out the
+	// browser that signed in longest ago.
+	MaxSessionsPerAccount int
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
-	// believed; from any other peer the header is ignored.
+	// believed; from any other peer the header is ignored. A request from
+	// one never reaches the loopback-only routes.
 	TrustedProxies []netip.Prefix
+	// AllowedHosts are the names (host names or IP addresses, without a
+	// port) the site is served as; a request with any other Host gets 400
+	// (see allowHosts). Empty means LoopbackHosts.
+	AllowedHosts []string
 	// SessionIdle and SessionLifetime bound a session on the server:
 	// unused for SessionIdle, or older than SessionLifetime, it is signed
 	// out (defaults: 14 and 30 days).
@@ -93,10 +112,16 @@ type Handler struct {
 	addrFailures        *attemptLimiter
 	accountFailures     *attemptLimiter
 	addrSignUps         *attemptLimiter
+	// posts and comments created, by account
+	accountPosts    *attemptLimiter
+	accountComments *attemptLimiter
 
 	// dummyDigest is compared against when a screen name does not exist,
-	// at the configured cost, so both answers take as long.
+	// at the configured cost, so both answers take as long; dummyTook is
+	// how long the last such check took (nanoseconds), which the check of
+	// a digest made at a lower cost is made to last (checkDigest).
 	dummyDigest   []byte
+	dummyTook     atomic.Int64
 	sessionLimits loremnews.SessionLimits
 	csrfKey       []byte
 	deviceKey     []byte
@@ -140,6 +165,21 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 	if cfg.SignUpWindow <= 0 {
 		cfg.SignUpWindow = time.Hour
 	}
+	if cfg.PostsPerAccount <= 0 {
+		cfg.PostsPerAccount = 10
+	}
+	if cfg.CommentsPerAccount <= 0 {
+		cfg.CommentsPerAccount = 60
+	}
+	if cfg.ContentWindow <= 0 {
+		cfg.ContentWindow = time.Hour
+	}
+	if cfg.MaxSessionsPerAccount <= 0 {
+		cfg.MaxSessionsPerAccount = 50
+	}
+	if len(cfg.AllowedHosts) == 0 {
+		cfg.AllowedHosts = LoopbackHosts
+	}
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = 14 * 24 * time.Hour
 	}
@@ -169,12 +209,15 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		addrFailures:        newAttemptLimiter(cfg.SignInFailuresPerIP, cfg.SignInWindow),
 		accountFailures:     newAttemptLimiter(cfg.SignInFailuresPerAccount, cfg.SignInWindow),
 		addrSignUps:         newAttemptLimiter(cfg.SignUpsPerIP, cfg.SignUpWindow),
+		accountPosts:        newAttemptLimiter(cfg.PostsPerAccount, cfg.ContentWindow),
+		accountComments:     newAttemptLimiter(cfg.CommentsPerAccount, cfg.ContentWindow),
 
 		dummyDigest:   dummy,
 		sessionLimits: loremnews.SessionLimits{Idle: cfg.SessionIdle, Lifetime: cfg.SessionLifetime},
 		csrfKey:       subkey(key, "csrf"),
 		deviceKey:     subkey(key, "device"),
 	}
+	h.checkDummy("") // times one check, for checkDigest
 	if cfg.MaxInFlight > 0 {
 		h.slots = make(chan struct{}, cfg.MaxInFlight)
 	}
@@ -197,7 +240,7 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		}
 		inner = gz(inner)
 	}
-	h.root = h.recoverPanics(h.instrument(h.admit(inner)))
+	h.root = h.recoverPanics(h.instrument(h.allowHosts(h.admit(inner))))
 	return h, nil
 }
 

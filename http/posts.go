@@ -166,8 +166,14 @@ func (h *Handler) createPost(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
+	release, err := h.reserveWrite(w, r, h.accountPosts)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
 	post, err := h.store.CreatePost(r.Context(), state(r).user.ID, in)
 	if err != nil {
+		release()
 		fail(err)
 		return
 	}

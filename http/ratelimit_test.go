@@ -1,6 +1,7 @@
 package http
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
@@ -60,6 +61,57 @@ func TestAttemptLimiter(t *testing.T) {
 	}
 }
 
+// TestFloodKeepsLockouts: a full limiter makes room by forgetting keys
+// still under their limit, so new keys sent to fill it (failed sign-ins
+// from thousands of addresses) do not erase a key that is locked. Only
+// when every key held is locked does the oldest lockout go.
+func TestFloodKeepsLockouts(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := newAttemptLimiter(3, time.Hour)
+	l.now = func() time.Time { return now }
+	l.maxKeys = 10
+	victim := keyOf("victim")
+	for range 3 {
+		l.reserve(victim)
+	}
+	// A locked key that released an attempt is open again, and may go.
+	released := keyOf("released")
+	for range 3 {
+		l.reserve(released)
+	}
+	l.release(released)
+	for i := range 1000 {
+		now = now.Add(time.Millisecond)
+		if ok, _ := l.reserve(keyOf(fmt.Sprint("flood-", i))); !ok {
+			t.Fatalf("flood key %d refused", i)
+		}
+	}
+	if l.len() != 10 {
+		t.Fatalf("%d keys kept, limit 10", l.len())
+	}
+	if ok, _ := l.reserve(victim); ok {
+		t.Fatal("the flood erased the locked key's count")
+	}
+	if l.count(released) != 0 {
+		t.Fatal("a key under its limit outlived a flood of newer keys")
+	}
+	// Every key locked: the oldest lockout makes room.
+	for i := range 10 {
+		now = now.Add(time.Millisecond)
+		for range 3 {
+			l.reserve(keyOf(fmt.Sprint("locked-", i)))
+		}
+	}
+	if l.len() != 10 || l.count(victim) != 0 || l.count(keyOf("locked-9")) != 3 {
+		t.Fatalf("all locked: %d keys, victim %d, newest %d; want 10 keys, the oldest gone", l.len(), l.count(victim), l.count(keyOf("locked-9")))
+	}
+	// Windows still end for both kinds.
+	now = now.Add(time.Hour)
+	if ok, _ := l.reserve(victim); !ok || l.len() != 1 {
+		t.Fatalf("after the window: ok %v, %d keys; want a fresh start", ok, l.len())
+	}
+}
+
 func TestKeyOfSeparatesParts(t *testing.T) {
 	if keyOf("ab", "c") == keyOf("a", "bc") {
 		t.Fatal(`keyOf("ab","c") == keyOf("a","bc")`)
@@ -69,14 +121,14 @@ func TestKeyOfSeparatesParts(t *testing.T) {
 func TestReserveAllIsAllOrNothing(t *testing.T) {
 	a, b := newAttemptLimiter(5, time.Minute), newAttemptLimiter(1, time.Minute)
 	k := keyOf("k")
-	if _, ok, _ := reserveAll(reservation{a, k}, reservation{b, k}); !ok {
+	if _, refusedBy, _ := reserveAll(reservation{a, k}, reservation{b, k}); refusedBy != nil {
 		t.Fatal("first reservation refused")
 	}
-	if _, ok, wait := reserveAll(reservation{a, k}, reservation{b, k}); ok || wait <= 0 {
-		t.Fatal("second reservation allowed past b's limit of 1")
+	if _, refusedBy, wait := reserveAll(reservation{a, k}, reservation{b, k}); refusedBy != b || wait <= 0 {
+		t.Fatal("second reservation allowed past b's limit of 1, or the refusal not named b")
 	}
 	// a gave back the attempt b refused: it holds only the first one.
-	if got := a.entries[k].Value.(*attemptEntry).count; got != 1 {
+	if got := a.count(k); got != 1 {
 		t.Fatalf("a counts %d attempts, want 1", got)
 	}
 }

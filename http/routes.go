@@ -3,12 +3,14 @@ package http
 import "net/http"
 
 // loopbackOnly serves next only to clients on this machine that came
-// straight here: the peer is a loopback address and the request carries no
-// forwarding header (a reverse proxy on the same machine adds one). Others
-// get 404, as if the route did not exist.
+// straight here: the peer is a loopback address that is not one of the
+// trusted proxies, and the request carries no forwarding header (a reverse
+// proxy on the same machine adds one, or is trusted). Others get 404, as
+// if the route did not exist.
 func (h *Handler) loopbackOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !peerAddr(r).IsLoopback() || r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" || r.Header.Get("X-Real-Ip") != "" {
+		peer := peerAddr(r)
+		if !peer.IsLoopback() || h.trusted(peer) || r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" || r.Header.Get("X-Real-Ip") != "" {
 			http.NotFound(w, r)
 			return
 		}

@@ -388,13 +388,24 @@ func testAccount(t *testing.T, be backend) {
 	})
 	t.Run("Edit", func(t *testing.T) {
 		wantStatus(t, me.get(myPath+"/edit"), 200)
-		r := me.post(myPath, url.Values{"screen_name": {site.ds.Users[1].ScreenName}, "about": {"kept about"}})
+		r := me.post(myPath, url.Values{"screen_name": {site.ds.Users[1].ScreenName}, "about": {"kept about"}, "current_password": {seed.Password}})
 		wantStatus(t, r, http.StatusUnprocessableEntity)
 		wantBody(t, r, "Screen name has already been taken.", "kept about")
 		r = me.post(myPath, url.Values{"screen_name": {"renamed"}, "about": {"x"}, "password": {"short"}, "current_password": {seed.Password}})
 		wantStatus(t, r, http.StatusUnprocessableEntity)
 		wantBody(t, r, "Password is too short")
-		wantRedirect(t, me.post(myPath, url.Values{"screen_name": {"renamed"}, "about": {"Hello there."}}), myPath)
+		// The screen name is what one signs in with: changing it asks for
+		// the password, as a new password does. The about text alone does not.
+		for current, msg := range map[string]string{"": "Enter your current password.", "not my password": "Your current password is not right."} {
+			r = me.post(myPath, url.Values{"screen_name": {"renamed"}, "about": {"Hello there."}, "current_password": {current}})
+			wantStatus(t, r, http.StatusUnprocessableEntity)
+			wantBody(t, r, msg)
+		}
+		if u, err := site.db.FindUserByID(context.Background(), myID); err != nil || u.ScreenName != site.ds.Users[0].ScreenName {
+			t.Fatalf("a rename without the password was saved: %+v, %v", u, err)
+		}
+		wantRedirect(t, me.post(myPath, url.Values{"screen_name": {site.ds.Users[0].ScreenName}, "about": {"About alone."}}), myPath)
+		wantRedirect(t, me.post(myPath, url.Values{"screen_name": {"renamed"}, "about": {"Hello there."}, "current_password": {seed.Password}}), myPath)
 		wantBody(t, me.get(myPath), "renamed", "Hello there.", "Your profile was saved.")
 	})
 	t.Run("RevokeSessionSignsThatBrowserOut", func(t *testing.T) {

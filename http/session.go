@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -9,6 +10,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -219,7 +221,28 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, u *loremn
 		return err
 	}
 	h.setCookie(w, sessionCookie, token, h.sessionLimits.Lifetime)
+	h.signOutOldest(r.Context(), u.ID)
 	return nil
+}
+
+// signOutOldest keeps at most MaxSessionsPerAccount browsers signed in to
+// the account, signing out those that signed in longest ago, so sign-ins
+// in a loop cannot grow the sessions table (and the owner's list of
+// browsers) without end. A failure is logged: the sign-in has happened.
+func (h *Handler) signOutOldest(ctx context.Context, userID int64) {
+	sessions, err := h.store.UserSessions(ctx, userID, h.sessionLimits)
+	if err != nil || len(sessions) <= h.cfg.MaxSessionsPerAccount {
+		if err != nil {
+			h.log.Warn("list sessions to keep their number", "user", userID, "err", err)
+		}
+		return
+	}
+	slices.SortFunc(sessions, func(a, b *loremnews.Session) int { return cmp.Compare(a.ID, b.ID) }) // ids grow with time
+	for _, s := range sessions[:len(sessions)-h.cfg.MaxSessionsPerAccount] {
+		if err := h.store.DeleteSession(ctx, s.ID); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
+			h.log.Warn("sign out the oldest session", "session", s.ID, "err", err)
+		}
+	}
 }
 
 // hostPrefix makes a browser accept a cookie only if it is Secure, for
@@ -247,38 +270,40 @@ func (h *Handler) clearCookie(w http.ResponseWriter, base string) {
 	http.SetCookie(w, &http.Cookie{Name: h.cookieName(base), Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.cfg.SecureCookies})
 }
 
-// setDeviceCookie remembers that this browser signed in to the account
-// (accountKey form of the screen name): signed with the server's key,
-// with the time it was issued.
-func (h *Handler) setDeviceCookie(w http.ResponseWriter, account string) {
-	issued := strconv.FormatInt(h.now().Unix(), 10)
-	name := base64.RawURLEncoding.EncodeToString([]byte(account))
-	h.setCookie(w, deviceCookie, name+"."+issued+"."+h.deviceMAC(name, issued), deviceCookieLifetime)
+// setDeviceCookie remembers that this browser signed in to u's account:
+// the account's id and the time, signed with the server's key over those
+// and the account's stored password digest. The id, not the screen name,
+// so whoever takes the name after a rename or a deletion is not known to
+// this browser; the digest, so a new password forgets every browser.
+func (h *Handler) setDeviceCookie(w http.ResponseWriter, u *loremnews.User) {
+	id, issued := strconv.FormatInt(u.ID, 10), strconv.FormatInt(h.now().Unix(), 10)
+	h.setCookie(w, deviceCookie, id+"."+issued+"."+h.deviceMAC(id, issued, u.PasswordDigest), deviceCookieLifetime)
 }
 
 // knownDevice reports whether the browser holds a valid device cookie for
-// the account.
-func (h *Handler) knownDevice(r *http.Request, account string) bool {
+// u's account as it is now: its id, and the password it had when the
+// cookie was set.
+func (h *Handler) knownDevice(r *http.Request, u *loremnews.User) bool {
 	c, err := r.Cookie(h.cookieName(deviceCookie))
 	if err != nil {
 		return false
 	}
-	name, rest, _ := strings.Cut(c.Value, ".")
+	id, rest, _ := strings.Cut(c.Value, ".")
 	issued, mac, _ := strings.Cut(rest, ".")
-	if subtle.ConstantTimeCompare([]byte(mac), []byte(h.deviceMAC(name, issued))) != 1 {
+	if id != strconv.FormatInt(u.ID, 10) || subtle.ConstantTimeCompare([]byte(mac), []byte(h.deviceMAC(id, issued, u.PasswordDigest))) != 1 {
 		return false
 	}
 	sec, err := strconv.ParseInt(issued, 10, 64)
-	if err != nil || h.now().Sub(time.Unix(sec, 0)) > deviceCookieLifetime {
-		return false
-	}
-	got, err := base64.RawURLEncoding.DecodeString(name)
-	return err == nil && string(got) == account
+	return err == nil && h.now().Sub(time.Unix(sec, 0)) <= deviceCookieLifetime
 }
 
-func (h *Handler) deviceMAC(name, issued string) string {
+// deviceMAC signs a device cookie's account id and time of issue, bound to
+// the account's password digest (never sent: the cookie holds only the
+// HMAC).
+func (h *Handler) deviceMAC(id, issued, passwordDigest string) string {
 	m := hmac.New(sha256.New, h.deviceKey)
-	m.Write([]byte(name + "." + issued))
+	m.Write([]byte(id + "." + issued + "."))
+	m.Write([]byte(passwordDigest))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 

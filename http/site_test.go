@@ -80,7 +80,8 @@ type siteOptions struct {
 }
 
 // newTestSite opens a fresh database, seeds it (bcrypt cost 4: fast) and
-// serves it until the test ends.
+// serves it until the test ends; the handler hashes at cost 4 too unless
+// opt.handler says otherwise.
 func newTestSite(t testing.TB, be backend, opt siteOptions) *testSite {
 	t.Helper()
 	if opt.users == 0 {
@@ -108,7 +109,9 @@ func newTestSite(t testing.TB, be backend, opt siteOptions) *testSite {
 		t.Fatal(err)
 	}
 	cfg := opt.handler
-	cfg.BcryptCost = 4
+	if cfg.BcryptCost == 0 {
+		cfg.BcryptCost = 4 // the seed's cost
+	}
 	if opt.benchmarking {
 		cfg.Benchmark = db.Benchmark()
 	}

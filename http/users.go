@@ -184,9 +184,11 @@ func (h *Handler) editUser(w http.ResponseWriter, r *http.Request) {
 		Form: loremnews.ProfileInput{ScreenName: me.ScreenName, About: me.About}})
 }
 
-// updateUser saves the profile. A new password needs the current one
-// (current_password), signs out every other browser of the account, and
-// gives this one a new session.
+// updateUser saves the profile. A new screen name (the name one signs in
+// with) or a new password needs the current password (current_password),
+// so a stolen session cannot take the account over. A new password signs
+// out every other browser of the account, and gives this one a new
+// session and device cookie.
 func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 	me, err := self(r)
 	if err != nil {
@@ -196,11 +198,12 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 	in := loremnews.ProfileInput{ScreenName: r.PostForm.Get("screen_name"), About: r.PostForm.Get("about"), Password: r.PostForm.Get("password")}
 	in.Normalize()
 	err = in.Validate()
+	if err == nil && (in.Password != "" || in.ScreenName != me.ScreenName) {
+		err = h.checkPassword(w, r, me, r.PostForm.Get("current_password"))
+	}
 	var digest []byte
 	if err == nil && in.Password != "" {
-		if err = h.checkPassword(w, r, me, r.PostForm.Get("current_password")); err == nil {
-			digest, err = bcrypt.GenerateFromPassword([]byte(in.Password), h.cfg.BcryptCost)
-		}
+		digest, err = bcrypt.GenerateFromPassword([]byte(in.Password), h.cfg.BcryptCost)
 	}
 	if err == nil {
 		_, err = h.store.UpdateUser(r.Context(), me.ID, in.ScreenName, in.About, "")
@@ -210,6 +213,10 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 		// new one: a copy of its old cookie signs no one in either.
 		if err = h.store.ChangePassword(r.Context(), me.ID, string(digest), 0); err == nil {
 			err = h.startSession(w, r, me)
+		}
+		if err == nil {
+			me.PasswordDigest = string(digest)
+			h.setDeviceCookie(w, me)
 		}
 	}
 	if loremnews.ErrorCode(err) == loremnews.EINVALID {

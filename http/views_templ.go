@@ -1903,7 +1903,7 @@ func userFormView(p *userFormPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 150, "</textarea> <label for=\"password\">New password <small>(leave blank to keep the current one; changing it signs out your other browsers)</small></label> <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"new-password\"> <label for=\"current-password\">Current password <small>(needed to set a new one)</small></label> <input id=\"current-password\" name=\"current_password\" type=\"password\" autocomplete=\"current-password\"><div class=\"actions\"><button>Save profile</button> <a href=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 150, "</textarea> <label for=\"password\">New password <small>(leave blank to keep the current one; changing it signs out your other browsers)</small></label> <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"new-password\"> <label for=\"current-password\">Current password <small>(needed to change your screen name or password)</small></label> <input id=\"current-password\" name=\"current_password\" type=\"password\" autocomplete=\"current-password\"><div class=\"actions\"><button>Save profile</button> <a href=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

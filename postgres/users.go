@@ -113,6 +113,21 @@ func (db *DB) ChangePassword(ctx context.Context, id int64, passwordDigest strin
 	return nil
 }
 
+// RehashPassword replaces the password digest only if it is still
+// oldDigest, in one statement, so a password changed meanwhile stays.
+func (db *DB) RehashPassword(ctx context.Context, id int64, oldDigest, newDigest string) (bool, error) {
+	var done bool
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE users SET password_digest = $1 WHERE id = $2 AND password_digest = $3`, newDigest, id, oldDigest)
+		done = err == nil && tag.RowsAffected() == 1
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("rehash password of user %d: %w", id, err)
+	}
+	return done, nil
+}
+
 // DeleteUser removes the user; foreign keys cascade to their sessions,
 // posts and comments. The comment counters of other users' posts they
 // commented on are fixed first, in the same transaction. (This locks several

@@ -132,6 +132,25 @@ func (db *DB) ChangePassword(ctx context.Context, id int64, passwordDigest strin
 	return nil
 }
 
+// RehashPassword replaces the password digest only if it is still
+// oldDigest, in one statement, so a password changed meanwhile stays.
+func (db *DB) RehashPassword(ctx context.Context, id int64, oldDigest, newDigest string) (bool, error) {
+	var done bool
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE users SET password_digest = ? WHERE id = ? AND password_digest = ?`, newDigest, id, oldDigest)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		done = n == 1
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("rehash password of user %d: %w", id, err)
+	}
+	return done, nil
+}
+
 // DeleteUser removes the user; foreign keys cascade to their sessions, posts
 // and comments. Comments they left on other users' posts are counted in
 // those posts' comments_count, so those counters are fixed first, in the

@@ -27,6 +27,7 @@ func Run(t *testing.T, open Opener, except ...string) {
 		{"Sessions", testSessions},
 		{"SessionLimits", testSessionLimits},
 		{"ChangePassword", testChangePassword},
+		{"RehashPassword", testRehashPassword},
 		{"KeysetPaging", testKeysetPaging},
 		{"SeedLoad", testSeedLoad},
 		{"ExportLoadRoundTrip", testExportLoad},

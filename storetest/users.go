@@ -116,3 +116,37 @@ func testChangePassword(t *testing.T, open Opener) {
 	}
 	wantCode(t, db.ChangePassword(ctx, 999, "x", 0), loremnews.ENOTFOUND)
 }
+
+// testRehashPassword: the digest is replaced only while it is the one the
+// caller read, and no session ends.
+func testRehashPassword(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	alice := MustCreateUser(t, db, "alice")
+	s := &loremnews.Session{UserID: alice.ID, TokenDigest: []byte("alice-0")}
+	if err := db.CreateSession(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		old, new string
+		want     bool
+		stored   string
+	}{
+		{alice.PasswordDigest, "rehashed", true, "rehashed"},
+		{alice.PasswordDigest, "stale", false, "rehashed"}, // changed meanwhile: left alone
+	} {
+		done, err := db.RehashPassword(ctx, alice.ID, tc.old, tc.new)
+		if err != nil || done != tc.want {
+			t.Fatalf("RehashPassword(%q → %q) = %v, %v; want %v", tc.old, tc.new, done, err, tc.want)
+		}
+		if u, _ := db.FindUserByID(ctx, alice.ID); u.PasswordDigest != tc.stored {
+			t.Fatalf("digest = %q, want %q", u.PasswordDigest, tc.stored)
+		}
+	}
+	if done, err := db.RehashPassword(ctx, 999, "x", "y"); done || err != nil {
+		t.Fatalf("no such user: %v, %v", done, err)
+	}
+	if _, _, err := db.FindSessionByTokenDigest(ctx, []byte("alice-0"), loremnews.SessionLimits{}); err != nil {
+		t.Fatalf("the session ended: %v", err)
+	}
+}

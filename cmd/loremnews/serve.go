@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/loremnews/loremnews"
@@ -48,7 +50,9 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 		allowRemoteBench bool
 		logLevel         string
 		trustedProxies   string
+		allowedHosts     string
 		secretKey        string
+		secretKeyFile    string
 		fs               = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH|postgres://…] [--profile NAME] [--benchmarking] [--seed-if-empty]",
 			"Serve Lorem News. The database is created and migrated on start.", stdout)
 	)
@@ -64,7 +68,7 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	fs.twin("seed-if-empty", "LOREM_SEED_IF_EMPTY")
 	fs.BoolVar(&c.site.SecureCookies, "secure-cookies", false, "mark cookies Secure (set when served over HTTPS, e.g. behind a TLS proxy)")
 	fs.twin("secure-cookies", "LOREM_SECURE_COOKIES")
-	fs.IntVar(&c.site.BcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost for new passwords (4–31)")
+	fs.IntVar(&c.site.BcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost for new passwords (4–31); a password stored at another cost is stored again at this one when its owner signs in")
 	fs.twin("bcrypt-cost", "LOREM_BCRYPT_COST")
 	fs.StringVar(&logLevel, "log-level", "info", "log `LEVEL`: debug (every request), info, warn, error")
 	fs.twin("log-level", "LOREM_LOG_LEVEL")
@@ -74,12 +78,22 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	fs.twin("metrics-addr", "LOREM_METRICS_ADDR")
 	fs.StringVar(&trustedProxies, "trusted-proxies", "", "reverse proxies whose X-Forwarded-For is believed, `CIDR,...` prefixes or addresses (127.0.0.1,10.0.0.0/8);\n      from other peers the header is ignored. Sign-in limits count by the client address this gives")
 	fs.twin("trusted-proxies", "LOREM_TRUSTED_PROXIES")
+	fs.StringVar(&allowedHosts, "allowed-hosts", "", "the names the site is served as, `HOST,...` (news.example,192.0.2.10); a request with another Host header gets 400,\n      so a page on a domain re-pointed at this machine (DNS rebinding) cannot use it. Default: the host of --addr,\n      plus localhost, 127.0.0.1 and [::1] when that is a loopback address; required when --addr listens on every address")
+	fs.twin("allowed-hosts", "LOREM_ALLOWED_HOSTS")
 	fs.DurationVar(&c.site.SessionIdle, "session-idle", 14*24*time.Hour, "a session unused this long is signed out on the server")
 	fs.twin("session-idle", "LOREM_SESSION_IDLE")
 	fs.DurationVar(&c.site.SessionLifetime, "session-lifetime", 30*24*time.Hour, "a session is signed out this long after sign-in, however active")
 	fs.twin("session-lifetime", "LOREM_SESSION_LIFETIME")
-	fs.StringVar(&secretKey, "secret-key", "", "`KEY` (32+ characters) that signs CSRF tokens and device cookies; every process of one site needs the same.\n      Empty: random per process, so a restart makes open forms ask for a reload. Prefer the environment variable")
+	fs.IntVar(&c.site.PostsPerAccount, "posts-per-hour", 10, "posts one account may create in an hour; past it, 429 with the minutes to wait")
+	fs.twin("posts-per-hour", "LOREM_POSTS_PER_HOUR")
+	fs.IntVar(&c.site.CommentsPerAccount, "comments-per-hour", 60, "comments one account may create in an hour; past it, 429 with the minutes to wait")
+	fs.twin("comments-per-hour", "LOREM_COMMENTS_PER_HOUR")
+	fs.IntVar(&c.site.MaxSessionsPerAccount, "max-sessions", 50, "browsers that may be signed in to one account at once; one more sign-in signs out the oldest")
+	fs.twin("max-sessions", "LOREM_MAX_SESSIONS")
+	fs.StringVar(&secretKey, "secret-key", "", "`KEY` (32+ characters) that signs CSRF tokens and device cookies; every process of one site needs the same.\n      Empty: random per process, so a restart makes open forms ask for a reload. Give it in the environment variable or\n      --secret-key-file rather than here: a command line can be read by every user of the machine (ps, /proc/PID/cmdline)\n      and is kept in shell history, and whoever has the key can forge device cookies")
 	fs.twin("secret-key", "LOREM_SECRET_KEY")
+	fs.StringVar(&secretKeyFile, "secret-key-file", "", "read the secret key from the file at `PATH` (surrounding white space is dropped); instead of --secret-key")
+	fs.twin("secret-key-file", "LOREM_SECRET_KEY_FILE")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ (loopback addresses only)")
 	fs.twin("pprof", "LOREM_PPROF")
 	fs.IntVar(&c.gcPercent, "gc-percent", 400, "Go GC target (GOGC): heap growth between collections, in %; the server's live heap is small, so collecting 4× less often buys CPU for requests")
@@ -121,8 +135,31 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	if c.site.TrustedProxies, err = lnhttp.ParseTrustedProxies(trustedProxies); err != nil {
 		return c, usage("invalid --trusted-proxies: %v", err)
 	}
+	if c.site.AllowedHosts, err = lnhttp.ParseAllowedHosts(allowedHosts); err != nil {
+		return c, usage("invalid --allowed-hosts: %v", err)
+	}
+	if len(c.site.AllowedHosts) == 0 {
+		if c.site.AllowedHosts = defaultAllowedHosts(host); c.site.AllowedHosts == nil {
+			return c, usage("--addr %s listens on every address: name the hosts the site is served as with --allowed-hosts (e.g. news.example,192.0.2.10)", c.addr)
+		}
+	}
+	if c.site.PostsPerAccount <= 0 || c.site.CommentsPerAccount <= 0 || c.site.MaxSessionsPerAccount <= 0 {
+		return c, usage("--posts-per-hour, --comments-per-hour and --max-sessions must be positive")
+	}
 	if c.site.SessionIdle <= 0 || c.site.SessionLifetime <= 0 {
 		return c, usage("--session-idle and --session-lifetime must be positive")
+	}
+	if secretKeyFile != "" {
+		if secretKey != "" {
+			return c, usage("give the secret key once: --secret-key (or $LOREM_SECRET_KEY) or --secret-key-file, not both")
+		}
+		b, err := os.ReadFile(secretKeyFile)
+		if err != nil {
+			return c, usage("--secret-key-file: %v", err)
+		}
+		if secretKey = strings.TrimSpace(string(b)); secretKey == "" {
+			return c, usage("--secret-key-file %s is empty", secretKeyFile)
+		}
 	}
 	if secretKey != "" && len(secretKey) < 32 {
 		return c, usage("--secret-key must be at least 32 characters (e.g. openssl rand -hex 32)")
@@ -204,6 +241,7 @@ func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	log.Info("answering only to these Host names (--allowed-hosts)", "hosts", strings.Join(site.AllowedHosts, ","))
 	if len(site.SecretKey) == 0 {
 		log.Info("no --secret-key: CSRF tokens and device cookies are signed with a random key for this process only")
 	}
@@ -275,6 +313,25 @@ func purgeExpiredSessions(ctx context.Context, db loremnews.SessionStore, limits
 		case <-t.C:
 		}
 	}
+}
+
+// defaultAllowedHosts is what --allowed-hosts is when not given: the host
+// of --addr, and this machine's loopback names when that is a loopback
+// address. An address that means every address (0.0.0.0, ::, or none)
+// names no host: nil.
+func defaultAllowedHosts(host string) []string {
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return nil
+	}
+	hosts := []string{strings.ToLower(host)}
+	if isLoopback(host) {
+		for _, name := range lnhttp.LoopbackHosts {
+			if name != hosts[0] {
+				hosts = append(hosts, name)
+			}
+		}
+	}
+	return hosts
 }
 
 func isLoopback(host string) bool {

@@ -1,0 +1,317 @@
+package http_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loremnews/loremnews"
+	lnhttp "github.com/loremnews/loremnews/http"
+	"github.com/loremnews/loremnews/seed"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// proxiedSite is a test site behind a trusted proxy on loopback, so each
+// browser can claim its own client address (browser.forwardedFor).
+func proxiedSite(t *testing.T, be backend, cfg lnhttp.Config) *testSite {
+	t.Helper()
+	proxies, _ := lnhttp.ParseTrustedProxies("127.0.0.0/8,::1")
+	cfg.TrustedProxies = proxies
+	return newTestSite(t, be, siteOptions{handler: cfg})
+}
+
+// lockAccount fails n sign-ins to name, each from a new address and a new
+// browser, so only the account-wide limit counts them.
+func lockAccount(t *testing.T, site *testSite, name string, n int) {
+	t.Helper()
+	for i := range n {
+		b := site.browser()
+		b.forwardedFor = fmt.Sprintf("203.0.113.%d", 100+i)
+		b.post("/signin", url.Values{"screen_name": {name}, "password": {fmt.Sprint("guess-", i)}})
+	}
+}
+
+// TestCurrentPasswordGuessesCountPerAccount: wrong current passwords sent
+// with a stolen session from 10 addresses, 5 each, are judged no further
+// than the account-wide limit of failed sign-ins (20), as sign-ins are.
+func TestCurrentPasswordGuessesCountPerAccount(t *testing.T) {
+	forEachBackend(t, testCurrentPasswordGuessesCountPerAccount)
+}
+
+func testCurrentPasswordGuessesCountPerAccount(t *testing.T, be backend) {
+	site := proxiedSite(t, be, lnhttp.Config{})
+	thief := site.browser()
+	thief.signIn(0)
+	path := fmt.Sprintf("/users/%d/delete", site.ds.Users[0].ID)
+	counts := map[int]int{}
+	for a := range 10 {
+		thief.forwardedFor = fmt.Sprintf("198.51.100.%d", a+1)
+		for i := range 5 {
+			counts[thief.post(path, url.Values{"current_password": {fmt.Sprint("guess-", a, "-", i)}}).status]++
+		}
+	}
+	if counts[http.StatusUnprocessableEntity] != 20 || counts[http.StatusTooManyRequests] != 30 {
+		t.Fatalf("statuses %v: want 20 guesses judged (422) and 30 refused (429)", counts)
+	}
+	// Sign-ins from new browsers are refused too: the account is at its limit.
+	newcomer := site.browser()
+	newcomer.forwardedFor = "192.0.2.1"
+	r := newcomer.post("/signin", url.Values{"screen_name": {site.ds.Users[0].ScreenName}, "password": {seed.Password}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+}
+
+// TestTooManyNamesTheLimit: each 429 of sign-in says which limit refused
+// and what would help.
+func TestTooManyNamesTheLimit(t *testing.T) { forEachBackend(t, testTooManyNamesTheLimit) }
+
+func testTooManyNamesTheLimit(t *testing.T, be backend) {
+	site := proxiedSite(t, be, lnhttp.Config{SignInFailures: 2, SignInFailuresPerIP: 4, SignInFailuresPerAccount: 3})
+	users := site.ds.Users
+
+	// One address, one account: 2 wrong passwords.
+	b := site.browser()
+	b.forwardedFor = "198.51.100.1"
+	for range 2 {
+		b.post("/signin", url.Values{"screen_name": {users[0].ScreenName}, "password": {"wrong-password"}})
+	}
+	r := b.post("/signin", url.Values{"screen_name": {users[0].ScreenName}, "password": {seed.Password}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	wantBody(t, r, "Too many wrong passwords for this account from your address. Try again in 15 minutes.")
+
+	// One address, any account: 4 failures.
+	for i := 1; i <= 2; i++ {
+		b.post("/signin", url.Values{"screen_name": {users[i].ScreenName}, "password": {"wrong-password"}})
+	}
+	r = b.post("/signin", url.Values{"screen_name": {users[5].ScreenName}, "password": {seed.Password}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	wantBody(t, r, "Too many failed sign-ins from your address, to any account. Try again in 15 minutes.")
+
+	// One account, many addresses: 3 failures from browsers it never saw.
+	lockAccount(t, site, users[6].ScreenName, 3)
+	stranger := site.browser()
+	stranger.forwardedFor = "192.0.2.9"
+	r = stranger.post("/signin", url.Values{"screen_name": {users[6].ScreenName}, "password": {seed.Password}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	wantBody(t, r, "Too many failed sign-ins to this account from browsers it has not signed in with. Try again in 15 minutes, or from a browser you have signed in with before.")
+}
+
+// TestSignUpBrowserIsKnown: the browser that created an account holds its
+// device cookie, so others' failed sign-ins do not lock its owner out of it.
+func TestSignUpBrowserIsKnown(t *testing.T) { forEachBackend(t, testSignUpBrowserIsKnown) }
+
+func testSignUpBrowserIsKnown(t *testing.T, be backend) {
+	site := proxiedSite(t, be, lnhttp.Config{SignInFailuresPerAccount: 3})
+	owner := site.browser()
+	owner.forwardedFor = "198.51.100.1"
+	wantRedirect(t, owner.post("/signup", url.Values{"screen_name": {"fresh_owner"}, "password": {"long enough"}}), "/")
+	if owner.cookie("lorem_device") == "" {
+		t.Fatal("sign-up set no device cookie")
+	}
+	wantRedirect(t, owner.post("/signout", nil), "/")
+	lockAccount(t, site, "fresh_owner", 3)
+	wantRedirect(t, owner.post("/signin", url.Values{"screen_name": {"fresh_owner"}, "password": {"long enough"}}), "/")
+}
+
+// TestDeviceCookieBelongsToTheAccount: a device cookie names the account
+// by id and is bound to its password. After a rename, whoever takes the
+// old name is not known to the old browser; after a new password, no
+// browser is known; a rename alone keeps the browser known.
+func TestDeviceCookieBelongsToTheAccount(t *testing.T) {
+	forEachBackend(t, testDeviceCookieBelongsToTheAccount)
+}
+
+func testDeviceCookieBelongsToTheAccount(t *testing.T, be backend) {
+	site := proxiedSite(t, be, lnhttp.Config{SignInFailuresPerAccount: 3})
+	ctx := context.Background()
+	users := site.ds.Users
+	signInOut := func(b *browser, name, password string) {
+		t.Helper()
+		wantRedirect(t, b.post("/signin", url.Values{"screen_name": {name}, "password": {password}}), "/")
+		wantRedirect(t, b.post("/signout", nil), "/")
+	}
+	newBrowser := func(addr string) *browser {
+		b := site.browser()
+		b.forwardedFor = addr
+		return b
+	}
+
+	t.Run("RenamedNameTakenByAnother", func(t *testing.T) {
+		old := newBrowser("198.51.100.1")
+		name := users[0].ScreenName
+		signInOut(old, name, seed.Password)
+		old.signIn(0)
+		wantRedirect(t, old.post(fmt.Sprintf("/users/%d", users[0].ID), url.Values{"screen_name": {"moved_away"}, "about": {""}, "current_password": {seed.Password}}), "/users/")
+		wantRedirect(t, old.post("/signout", nil), "/")
+		// Someone else signs up with the freed name. Even with the right
+		// password, the old browser is a stranger to the new account.
+		wantRedirect(t, newBrowser("198.51.100.2").post("/signup", url.Values{"screen_name": {name}, "password": {"taker's password"}}), "/")
+		lockAccount(t, site, name, 3)
+		wantStatus(t, old.post("/signin", url.Values{"screen_name": {name}, "password": {"taker's password"}}), http.StatusTooManyRequests)
+	})
+	t.Run("RenameKeepsTheBrowserKnown", func(t *testing.T) {
+		laptop := newBrowser("198.51.100.3")
+		signInOut(laptop, users[1].ScreenName, seed.Password)
+		if _, err := site.db.UpdateUser(ctx, users[1].ID, "new_name_1", "", ""); err != nil {
+			t.Fatal(err)
+		}
+		lockAccount(t, site, "new_name_1", 3)
+		wantRedirect(t, laptop.post("/signin", url.Values{"screen_name": {"new_name_1"}, "password": {seed.Password}}), "/")
+	})
+	t.Run("NewPasswordForgetsBrowsers", func(t *testing.T) {
+		laptop := newBrowser("198.51.100.4")
+		signInOut(laptop, users[2].ScreenName, seed.Password)
+		digest, _ := bcrypt.GenerateFromPassword([]byte("a new password"), 4)
+		if err := site.db.ChangePassword(ctx, users[2].ID, string(digest), 0); err != nil {
+			t.Fatal(err)
+		}
+		lockAccount(t, site, users[2].ScreenName, 3)
+		wantStatus(t, laptop.post("/signin", url.Values{"screen_name": {users[2].ScreenName}, "password": {"a new password"}}), http.StatusTooManyRequests)
+	})
+	t.Run("ChangingThePasswordHereKeepsThisBrowserKnown", func(t *testing.T) {
+		laptop := newBrowser("198.51.100.5")
+		laptop.signIn(3)
+		path := fmt.Sprintf("/users/%d", users[3].ID)
+		wantRedirect(t, laptop.post(path, url.Values{"screen_name": {users[3].ScreenName}, "password": {"another password"}, "current_password": {seed.Password}}), path)
+		wantRedirect(t, laptop.post("/signout", nil), "/")
+		lockAccount(t, site, users[3].ScreenName, 3)
+		wantRedirect(t, laptop.post("/signin", url.Values{"screen_name": {users[3].ScreenName}, "password": {"another password"}}), "/")
+	})
+}
+
+// TestSignInRehashesAtTheConfiguredCost: a password stored at another
+// bcrypt cost is stored again at --bcrypt-cost when its owner signs in,
+// and until then a wrong password for that account takes about as long as
+// one for a name that does not exist.
+func TestSignInRehashesAtTheConfiguredCost(t *testing.T) {
+	forEachBackend(t, testSignInRehashesAtTheConfiguredCost)
+}
+
+func testSignInRehashesAtTheConfiguredCost(t *testing.T, be backend) {
+	const cost = 9 // the seed's digests are cost 4: 32 times cheaper
+	site := newTestSite(t, be, siteOptions{handler: lnhttp.Config{BcryptCost: cost, SignInFailures: 50, SignInFailuresPerIP: 50, SignInFailuresPerAccount: 50}})
+	ctx := context.Background()
+	known := site.ds.Users[1].ScreenName
+	timeOf := func(name string) time.Duration {
+		var took []time.Duration
+		for range 3 {
+			b := site.browser()
+			start := time.Now()
+			wantStatus(t, b.post("/signin", url.Values{"screen_name": {name}, "password": {"wrong-password"}}), http.StatusUnprocessableEntity)
+			took = append(took, time.Since(start))
+		}
+		slices.Sort(took)
+		return took[1]
+	}
+	unknown, old := timeOf("nobody_here"), timeOf(known)
+	t.Logf("wrong password: unknown name %s, known name with a cost-4 digest %s", unknown, old)
+	if old < unknown/2 {
+		t.Errorf("a known name with an old digest answers in %s, an unknown one in %s: timing tells them apart", old, unknown)
+	}
+
+	site.browser().signIn(0)
+	u, err := site.db.FindUserByID(ctx, site.ds.Users[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := bcrypt.Cost([]byte(u.PasswordDigest)); got != cost {
+		t.Fatalf("after sign-in the digest has cost %d, want %d", got, cost)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordDigest), []byte(seed.Password)) != nil {
+		t.Fatal("the new digest is not of the password")
+	}
+	site.browser().signIn(0) // and the new digest signs in
+	if u, err := site.db.FindUserByID(ctx, site.ds.Users[1].ID); err != nil || u.PasswordDigest != site.ds.Users[1].PasswordDigest {
+		t.Fatalf("wrong passwords rehashed the digest (%v)", err)
+	}
+}
+
+// TestLookalikeTitlesAreTaken: a title that only looks like another (here
+// in full-width letters) is the same title, and a title with an invisible
+// character or a stack of marks is refused.
+func TestLookalikeTitlesAreTaken(t *testing.T) { forEachBackend(t, testLookalikeTitlesAreTaken) }
+
+func testLookalikeTitlesAreTaken(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
+	b := site.browser()
+	b.signIn(0)
+	wantRedirect(t, b.post("/posts", url.Values{"title": {"Lookalike title"}}), "/posts/")
+	for title, msg := range map[string]string{
+		"Ｌｏｏｋａｌｉｋｅ title":                               "Title has already been taken.",
+		"Lookalike\u2062 title":                         "Title contains invisible or text-direction characters.",
+		"Lookalike title\U000E0041":                     "Title contains invisible or text-direction characters.",
+		"L" + strings.Repeat("\u0300", 30) + "ookalike": "Title stacks too many accents or marks",
+	} {
+		r := b.post("/posts", url.Values{"title": {title}})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantBody(t, r, msg)
+	}
+}
+
+// TestContentLimitsPerAccount: one account may create 10 posts and 60
+// comments an hour (the defaults); past that it gets 429 with the minutes
+// to wait, while other accounts, and the benchmarking endpoints, which
+// have no account, are not held back. A refused form (422) is not counted.
+func TestContentLimitsPerAccount(t *testing.T) { forEachBackend(t, testContentLimitsPerAccount) }
+
+func testContentLimitsPerAccount(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{benchmarking: true})
+	b := site.browser()
+	b.signIn(0)
+	wantStatus(t, b.post("/posts", url.Values{"title": {"x"}}), http.StatusUnprocessableEntity)
+	for i := range 10 {
+		wantRedirect(t, b.post("/posts", url.Values{"title": {fmt.Sprint("Flood post ", i)}}), "/posts/")
+	}
+	r := b.post("/posts", url.Values{"title": {"One post too many"}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	wantBody(t, r, "You have written the most posts one account may in an hour (10). Try again in 60 minutes.")
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+
+	postPath := fmt.Sprintf("/posts/%d/comments", site.ds.Posts[0].ID)
+	wantStatus(t, b.post(postPath, url.Values{"body": {"x"}}), http.StatusUnprocessableEntity)
+	for i := range 60 {
+		wantRedirect(t, b.post(postPath, url.Values{"body": {fmt.Sprint("Flood comment ", i)}}), "/posts/")
+	}
+	r = b.post(postPath, url.Values{"body": {"One comment too many"}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	wantBody(t, r, "You have written the most comments one account may in an hour (60). Try again in 60 minutes.")
+
+	other := site.browser()
+	other.signIn(1)
+	wantRedirect(t, other.post("/posts", url.Values{"title": {"Another account posts"}}), "/posts/")
+	wantRedirect(t, other.post(postPath, url.Values{"body": {"Another account comments"}}), "/posts/")
+	for range 15 {
+		req, _ := http.NewRequest(http.MethodPost, site.srv.URL+"/benchmarking/post_create", nil)
+		wantRedirect(t, b.do(req), "/posts/")
+	}
+}
+
+// TestSessionsPerAccountCapped: at most 50 browsers are signed in to one
+// account; the 51st sign-in signs out the one that signed in first.
+func TestSessionsPerAccountCapped(t *testing.T) { forEachBackend(t, testSessionsPerAccountCapped) }
+
+func testSessionsPerAccountCapped(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
+	var browsers []*browser
+	for range 51 {
+		b := site.browser()
+		b.signIn(0)
+		browsers = append(browsers, b)
+	}
+	sessions, err := site.db.UserSessions(context.Background(), site.ds.Users[0].ID, loremnews.SessionLimits{})
+	if err != nil || len(sessions) != 50 {
+		t.Fatalf("%d sessions (%v), want 50", len(sessions), err)
+	}
+	wantBody(t, browsers[0].get("/"), "Sign in")
+	for _, b := range browsers[1:] {
+		if r := b.get("/"); !strings.Contains(r.body, "Sign out") {
+			t.Fatal("a browser other than the first was signed out")
+		}
+	}
+}
