@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // Config says which file to open and how.
@@ -54,6 +56,7 @@ type DB struct {
 	readDB        *sql.DB       // reads: the read-only pool, or the shared pool
 	writeDB       *sql.DB       // write transactions: one connection, or the shared pool
 	writer        *writer       // where the profile has one: the goroutine that runs every write
+	checkpointer  *checkpointer // where the profile has one: WAL checkpoints off the writer's path
 	readers       chan struct{} // with a read pool of its own: one slot per read connection, taken first come, first served
 	writerTimeout time.Duration
 
@@ -151,11 +154,39 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		db.closePools()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, describeOpenError(err))
 	}
+	if spec.checkpointer {
+		if err := db.startCheckpointer(ctx, path, params, writePragmas); err != nil {
+			db.closePools()
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, describeOpenError(err))
+		}
+	}
 	if err := db.migrate(ctx); err != nil {
 		db.closePools()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, describeOpenError(err))
 	}
 	return db, nil
+}
+
+// startCheckpointer sets the WAL hook on the one write connection and
+// starts the checkpointer on a connection of its own. Its busy timeout is
+// 0: a checkpoint never waits for a lock, it tries again on the next
+// signal.
+func (db *DB) startCheckpointer(ctx context.Context, path string, params url.Values, pragmas []pragma) error {
+	conn, err := db.writeDB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	frames, err := sqlitedb.WatchWAL(ctx, conn)
+	conn.Close()
+	if err != nil {
+		return err
+	}
+	ckdb := sql.OpenDB(newConnector(path, params, 0, "deferred", pragmas))
+	ckdb.SetMaxOpenConns(1)
+	ckdb.SetMaxIdleConns(1)
+	ckdb.SetConnMaxLifetime(0)
+	db.checkpointer = newCheckpointer(ckdb, frames)
+	return nil
 }
 
 // Path is the database file's path.
@@ -190,6 +221,10 @@ func (db *DB) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
+	if db.checkpointer != nil {
+		// Stopped first: the TRUNCATE below must not meet it checkpointing.
+		errs = append(errs, db.checkpointer.close())
+	}
 	if _, err := db.writeDB.ExecContext(ctx, `PRAGMA optimize`); err != nil {
 		errs = append(errs, fmt.Errorf("optimize: %w", err))
 	}
@@ -208,6 +243,9 @@ func (db *DB) closePools() error {
 		db.writer.close()
 	}
 	var errs []error
+	if db.checkpointer != nil {
+		errs = append(errs, db.checkpointer.close())
+	}
 	if db.readDB != nil && db.readDB != db.writeDB {
 		errs = append(errs, db.readDB.Close())
 	}

@@ -161,3 +161,27 @@ func MigrationSQL(name string) string {
 	}
 	return string(b)
 }
+
+// SetCheckpointer turns the split profile's checkpointer on or off for the
+// databases opened after it, and returns the function that restores it:
+// the write-tail benchmark compares the two.
+func SetCheckpointer(on bool) (restore func()) {
+	spec := profiles[ProfileSplit]
+	was := spec.checkpointer
+	spec.checkpointer = on
+	profiles[ProfileSplit] = spec
+	return func() {
+		spec.checkpointer = was
+		profiles[ProfileSplit] = spec
+	}
+}
+
+// CheckpointStats is what the checkpointer did: PASSIVE checkpoints run,
+// inline ones (past the hard limit), TRUNCATEs, failures.
+func (db *DB) CheckpointStats() (runs, inline, truncates, errors int64) {
+	c := db.checkpointer
+	if c == nil {
+		return 0, 0, 0, 0
+	}
+	return c.runs.Load(), c.inline.Load(), c.truncates.Load(), c.errors.Load()
+}

@@ -72,6 +72,7 @@ type profileSpec struct {
 	pollBusy      bool     // busy_timeout=0 on writers; Go retries BEGIN every busyPollInterval
 	gemBusy       bool     // busy_timeout=0 on the pool; Go retries with gemBusyHandler's schedule
 	stmtCache     int      // prepared statements kept per connection (0: prepare every query)
+	checkpointer  bool     // WAL checkpoints from a goroutine of their own (checkpointer.go), not in a commit
 	pragmas       []pragma // run on every connection, in order
 }
 
@@ -139,9 +140,9 @@ var profiles = map[Profile]profileSpec{
 	ProfileEnhanced:  {sharedPool: true, sharedPoolMax: railsPoolSize, immediate: true, gemBusy: true, stmtCache: stmtCacheSize, pragmas: railsPragmas},
 	ProfileImmediate: {sharedPool: true, immediate: true, stmtCache: stmtCacheSize, pragmas: productionPragmas},
 	ProfileFair:      {sharedPool: true, immediate: true, writerQueue: true, pollBusy: true, stmtCache: stmtCacheSize, pragmas: productionPragmas},
-	ProfileSplit:     {immediate: true, writerQueue: true, pollBusy: true, stmtCache: stmtCacheSize, pragmas: productionPragmas},
-	ProfileBatch:     {immediate: true, groupCommit: true, pollBusy: true, stmtCache: stmtCacheSize, pragmas: productionPragmas},
-	ProfileDurable:   {immediate: true, writerQueue: true, pollBusy: true, stmtCache: stmtCacheSize, pragmas: durablePragmas},
+	ProfileSplit:     {immediate: true, writerQueue: true, pollBusy: true, stmtCache: stmtCacheSize, pragmas: productionPragmas, checkpointer: true},
+	ProfileBatch:     {immediate: true, groupCommit: true, pollBusy: true, stmtCache: stmtCacheSize, pragmas: productionPragmas, checkpointer: true},
+	ProfileDurable:   {immediate: true, writerQueue: true, pollBusy: true, stmtCache: stmtCacheSize, pragmas: durablePragmas, checkpointer: true},
 }
 
 func (s profileSpec) txlock() string {

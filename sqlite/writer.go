@@ -210,6 +210,7 @@ func (c *writer) commitOne(batch []*pendingWrite) {
 		return
 	}
 	c.count(func(s *WriterQueueStats) { s.Commits++ })
+	c.committed()
 	w.done <- nil
 }
 
@@ -243,6 +244,7 @@ func (c *writer) commitTouches(batch []*pendingWrite) {
 		return
 	}
 	c.count(func(s *WriterQueueStats) { s.Commits++ })
+	c.committed()
 	fail(nil)
 }
 
@@ -291,8 +293,16 @@ func (c *writer) commit(live []*pendingWrite) {
 		return
 	}
 	c.count(func(s *WriterQueueStats) { s.Commits++ })
+	c.committed()
 	for i, w := range live {
 		w.done <- results[i]
+	}
+}
+
+// committed tells the checkpointer, if any, that a transaction committed.
+func (c *writer) committed() {
+	if ck := c.db.checkpointer; ck != nil {
+		ck.committed(context.Background(), c.db.writeDB)
 	}
 }
 

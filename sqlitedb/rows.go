@@ -17,6 +17,25 @@ static int lite_register_handle_func(sqlite3 *db, char **err, const sqlite3_api_
 		lite_handle_func, 0, 0, 0);
 }
 
+// lite_wal_hook runs after every commit on the connection it is set on and
+// stores how many frames the WAL now holds. Setting it turns SQLite's
+// automatic checkpoints off on that connection (they are a WAL hook too).
+static int lite_wal_hook(void *frames, sqlite3 *db, const char *schema, int n) {
+	*(volatile int *)frames = n;
+	return LITE_OK;
+}
+
+static int *lite_watch_wal(sqlite3 *db) {
+	int *frames = calloc(1, sizeof(int));
+	if (frames) sqlite3_wal_hook(db, lite_wal_hook, frames);
+	return frames;
+}
+
+static void lite_unwatch_wal(sqlite3 *db, int *frames) {
+	sqlite3_wal_hook(db, 0, 0);
+	free(frames);
+}
+
 static sqlite3 *lite_handle_from(sqlite3_int64 h) { return (sqlite3 *)(intptr_t)h; }
 
 static int lite_install(void) {
@@ -123,6 +142,9 @@ type driverConn struct {
 	*sqlite3.SQLiteConn
 	handle *C.sqlite3
 	stmts  map[string]*C.sqlite3_stmt
+	// walFrames, once WatchWAL has set it, is where the WAL hook stores the
+	// WAL's size in frames after each commit on this connection.
+	walFrames *C.int
 }
 
 // newDriverConn wraps a connection go-sqlite3 opened after installOnce.
@@ -148,6 +170,10 @@ func (c *driverConn) SQLiteConnOf() *sqlite3.SQLiteConn { return c.SQLiteConn }
 
 // Close finalizes the row reader's statements, then closes the connection.
 func (c *driverConn) Close() error {
+	if c.walFrames != nil {
+		C.lite_unwatch_wal(c.handle, c.walFrames)
+		c.walFrames = nil
+	}
 	for q, s := range c.stmts {
 		C.sqlite3_finalize(s)
 		delete(c.stmts, q)
@@ -470,4 +496,29 @@ func (r *Rows) value(i int, t byte) any {
 		return []byte(r.Text(i))
 	}
 	return nil
+}
+
+// WatchWAL makes conn report, after each of its commits, how many frames
+// (pages) the WAL holds; the returned function reads the figure the last
+// commit left. It is meant for the one connection that writes, read by the
+// goroutine that commits on it. It also turns off SQLite's automatic
+// checkpoints on conn, which would otherwise run inside the commits that
+// take the WAL past wal_autocheckpoint pages: the caller checkpoints
+// instead, from another connection.
+func WatchWAL(ctx context.Context, conn *sql.Conn) (frames func() int, err error) {
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(*driverConn)
+		if !ok {
+			return fmt.Errorf("sqlitedb: WatchWAL needs a connection of a sqlitedb.DB, got %T", dc)
+		}
+		if c.walFrames == nil {
+			if c.walFrames = C.lite_watch_wal(c.handle); c.walFrames == nil {
+				return errors.New("sqlitedb: WatchWAL: out of memory")
+			}
+		}
+		p := c.walFrames
+		frames = func() int { return int(*p) }
+		return nil
+	})
+	return frames, err
 }
