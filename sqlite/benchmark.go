@@ -49,7 +49,7 @@ func pickRandomID(ctx context.Context, q querier, table string) (int64, error) {
 }
 
 // touchRandomUser picks a random user and sets its last_seen_at to now.
-func (db *DB) touchRandomUser(ctx context.Context, tx *sql.Tx) (int64, error) {
+func (db *DB) touchRandomUser(ctx context.Context, tx writeTx) (int64, error) {
 	id, err := pickRandomID(ctx, tx, "users")
 	if err != nil {
 		return 0, err
@@ -60,7 +60,7 @@ func (db *DB) touchRandomUser(ctx context.Context, tx *sql.Tx) (int64, error) {
 
 // touchOneRandomUser sets a random user's last_seen_at to now in one
 // statement, picking the user as pickRandomID does, and returns its id.
-func touchOneRandomUser(ctx context.Context, tx *sql.Tx, now time.Time) (int64, error) {
+func touchOneRandomUser(ctx context.Context, tx writeTx, now time.Time) (int64, error) {
 	var id int64
 	err := tx.QueryRowContext(ctx, `UPDATE users SET last_seen_at = ?1 WHERE id = coalesce(
 			(SELECT id FROM users WHERE id >= (SELECT min(id) FROM users) + ?2 % ((SELECT max(id) FROM users) - (SELECT min(id) FROM users) + 1)
@@ -85,7 +85,7 @@ func (b *Benchmark) touch(ctx context.Context) (int64, error) {
 		id, err = b.db.writer.touch(ctx)
 		err = b.db.mapError(err)
 	} else {
-		err = b.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		err = b.db.write(ctx, func(ctx context.Context, tx writeTx) (err error) {
 			id, err = b.db.touchRandomUser(ctx, tx)
 			return err
 		})
@@ -99,7 +99,7 @@ func (b *Benchmark) touch(ctx context.Context) (int64, error) {
 // CreatePost touches a random user and creates a post by them.
 func (b *Benchmark) CreatePost(ctx context.Context, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := b.db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		userID, err := b.db.touchRandomUser(ctx, tx)
 		if err != nil {
 			return err
@@ -116,7 +116,7 @@ func (b *Benchmark) CreatePost(ctx context.Context, in loremnews.PostInput) (*lo
 // CreateComment touches a random user and has them comment on a random post.
 func (b *Benchmark) CreateComment(ctx context.Context, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := b.db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		userID, err := b.db.touchRandomUser(ctx, tx)
 		if err != nil {
 			return err
@@ -136,7 +136,7 @@ func (b *Benchmark) CreateComment(ctx context.Context, in loremnews.CommentInput
 
 // DeletePost touches a random user and deletes a random post.
 func (b *Benchmark) DeletePost(ctx context.Context) error {
-	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := b.db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		if _, err := b.db.touchRandomUser(ctx, tx); err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func (b *Benchmark) DeletePost(ctx context.Context) error {
 // DeleteComment touches a random user and deletes a random comment.
 func (b *Benchmark) DeleteComment(ctx context.Context) (int64, error) {
 	var postID int64
-	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := b.db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		if _, err := b.db.touchRandomUser(ctx, tx); err != nil {
 			return err
 		}

@@ -43,7 +43,7 @@ func queryComments(ctx context.Context, q querier, tail string, args ...any) ([]
 // CreateComment stores a comment and counts it in the post's comments_count.
 func (db *DB) CreateComment(ctx context.Context, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) (err error) {
 		c, err = db.insertComment(ctx, tx, postID, userID, in)
 		return err
 	})
@@ -53,7 +53,7 @@ func (db *DB) CreateComment(ctx context.Context, postID, userID int64, in loremn
 	return c, nil
 }
 
-func (db *DB) insertComment(ctx context.Context, tx *sql.Tx, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
+func (db *DB) insertComment(ctx context.Context, tx writeTx, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	res, err := tx.ExecContext(ctx, `UPDATE posts SET comments_count = comments_count + 1 WHERE id = ?`, postID)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func findComment(ctx context.Context, q querier, id int64) (*loremnews.Comment, 
 // UpdateComment changes a comment's body.
 func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE comments SET body = ?, updated_at = ? WHERE id = ?`, in.Body, unixNanos(db.now()), id)
 		if err != nil {
 			return err
@@ -123,7 +123,7 @@ func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentI
 
 // DeleteComment removes a comment and uncounts it from its post.
 func (db *DB) DeleteComment(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		_, err := deleteComment(ctx, tx, id)
 		return err
 	})
@@ -133,7 +133,7 @@ func (db *DB) DeleteComment(ctx context.Context, id int64) error {
 	return nil
 }
 
-func deleteComment(ctx context.Context, tx *sql.Tx, id int64) (postID int64, err error) {
+func deleteComment(ctx context.Context, tx writeTx, id int64) (postID int64, err error) {
 	err = tx.QueryRowContext(ctx, `DELETE FROM comments WHERE id = ? RETURNING post_id`, id).Scan(&postID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, loremnews.Errorf(loremnews.ENOTFOUND, "Comment not found.")

@@ -28,7 +28,7 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 	// The caller's context, checked at every row: under group commit the
 	// transaction's own context does not carry the caller's cancellation.
 	caller := ctx
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		for _, stmt := range []string{
 			`DELETE FROM comments`, `DELETE FROM posts`, `DELETE FROM sessions`, `DELETE FROM users`,
 			`DELETE FROM sqlite_sequence WHERE name IN ('users', 'posts', 'comments', 'sessions')`,
@@ -75,7 +75,7 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 
 // insertEach runs query once per row of rows (none when rows is nil),
 // through one prepared statement, and stops when caller is done.
-func insertEach[T any](ctx, caller context.Context, tx *sql.Tx, query string, rows iter.Seq[T], args func(T) []any) error {
+func insertEach[T any](ctx, caller context.Context, tx writeTx, query string, rows iter.Seq[T], args func(T) []any) error {
 	if rows == nil {
 		return nil
 	}
@@ -100,7 +100,7 @@ func insertEach[T any](ctx, caller context.Context, tx *sql.Tx, query string, ro
 // keep, in the statement journal (in memory, temp_store=MEMORY), the old
 // image of every page it changes, and in a load's transaction that is the
 // whole table: hundreds of MB for a large seed.
-func resetCounters(ctx context.Context, tx *sql.Tx) error {
+func resetCounters(ctx context.Context, tx writeTx) error {
 	for _, c := range []struct{ table, update string }{
 		{"users", `UPDATE users SET posts_count = (SELECT count(*) FROM posts WHERE posts.user_id = users.id) WHERE id BETWEEN ? AND ?`},
 		{"posts", `UPDATE posts SET comments_count = (SELECT count(*) FROM comments WHERE comments.post_id = posts.id) WHERE id BETWEEN ? AND ?`},

@@ -51,7 +51,7 @@ func (db *DB) HoldWriterTurn(tb testing.TB) (release func()) {
 	started, done, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		db.write(context.Background(), func(context.Context, *sql.Tx) error {
+		db.write(context.Background(), func(context.Context, writeTx) error {
 			close(started)
 			<-done
 			return nil

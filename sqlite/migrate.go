@@ -23,7 +23,7 @@ var migrationFS embed.FS
 // processes starting at once cannot both apply it (the second waits for the
 // write lock, then sees the record).
 func (db *DB) migrate(ctx context.Context) error {
-	if err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	if err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    TEXT PRIMARY KEY,
 			applied_at DATETIME NOT NULL
@@ -57,14 +57,14 @@ func (db *DB) applyMigration(ctx context.Context, name string) error {
 	if strings.HasPrefix(string(body), foreignKeysOff) {
 		return db.applyWithoutForeignKeys(ctx, name, string(body))
 	}
-	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		return applyOnce(ctx, tx, name, string(body), db.now())
 	})
 }
 
 // applyOnce runs a migration's body in tx and records it, unless it is
 // recorded already (another process applied it first).
-func applyOnce(ctx context.Context, tx *sql.Tx, name, body string, now time.Time) error {
+func applyOnce(ctx context.Context, tx writeTx, name, body string, now time.Time) error {
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, name).Scan(&n); err != nil {
 		return err

@@ -78,7 +78,7 @@ func findPost(ctx context.Context, q querier, id int64) (*loremnews.Post, error)
 // CreatePost stores a new post by userID and counts it in the author's posts_count.
 func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) (err error) {
 		p, err = db.insertPost(ctx, tx, userID, in)
 		return err
 	})
@@ -88,7 +88,7 @@ func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInp
 	return p, nil
 }
 
-func (db *DB) insertPost(ctx context.Context, tx *sql.Tx, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
+func (db *DB) insertPost(ctx context.Context, tx writeTx, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	now := db.now()
 	res, err := tx.ExecContext(ctx, `INSERT INTO posts (user_id, title, description, published_at, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)`, userID, in.Title, in.Description, unixNanos(now), unixNanos(now), unixNanos(now))
@@ -126,7 +126,7 @@ func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, erro
 // UpdatePost changes a post's title and description.
 func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE posts SET title = ?, description = ?, updated_at = ? WHERE id = ?`,
 			in.Title, in.Description, unixNanos(db.now()), id)
 		if isUniqueViolation(err) {
@@ -148,7 +148,7 @@ func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) 
 
 // DeletePost removes a post; its comments go by cascade.
 func (db *DB) DeletePost(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return deletePost(ctx, tx, id) })
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error { return deletePost(ctx, tx, id) })
 	if err != nil {
 		return fmt.Errorf("delete post %d: %w", id, err)
 	}
@@ -156,7 +156,7 @@ func (db *DB) DeletePost(ctx context.Context, id int64) error {
 }
 
 // deletePost removes the post and uncounts it from its author's posts_count.
-func deletePost(ctx context.Context, tx *sql.Tx, id int64) error {
+func deletePost(ctx context.Context, tx writeTx, id int64) error {
 	var userID int64
 	err := tx.QueryRowContext(ctx, `DELETE FROM posts WHERE id = ? RETURNING user_id`, id).Scan(&userID)
 	if errors.Is(err, sql.ErrNoRows) {

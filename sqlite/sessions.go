@@ -11,7 +11,7 @@ import (
 
 // CreateSession stores a new signed-in browser and fills in its id and times.
 func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		now := db.now()
 		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(now), unixNanos(now))
@@ -58,7 +58,7 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 
 // TouchSession records that the session's browser was seen now.
 func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		now := db.now()
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, unixNanos(now), s.ID); err != nil {
 			return err
@@ -101,7 +101,7 @@ func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.S
 
 // DeleteSession signs that browser out.
 func (db *DB) DeleteSession(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
 		if err != nil {
 			return err
@@ -119,7 +119,7 @@ func (db *DB) DeleteSession(ctx context.Context, id int64) error {
 func (db *DB) DeleteExpiredSessions(ctx context.Context, limits loremnews.SessionLimits) (int64, error) {
 	var n int64
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE updated_at <= ? OR created_at <= ?`, nanosBound(activeAfter), nanosBound(createdAfter))
 		if err != nil {
 			return err

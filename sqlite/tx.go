@@ -19,6 +19,14 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
+// writeTx is what a write's statements run on: the write connection inside
+// the writer's BEGIN IMMEDIATE … COMMIT (a *sql.Conn), or a *sql.Tx where
+// the profile has no writer goroutine.
+type writeTx interface {
+	querier
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
 // readConn is a read's connection of the read pool; queryRows reads
 // listings on it through the row reader, straight into typed values.
 //
@@ -182,7 +190,7 @@ func (db *DB) readSnapshot(ctx context.Context, fn func(q querier) error) error 
 // fn gets the context to run its statements with: the request's, or on the
 // writer goroutine one that keeps the request's values but cannot be
 // cancelled.
-func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx writeTx) error) error {
 	if db.writer != nil {
 		return db.mapError(db.writer.submit(ctx, fn))
 	}

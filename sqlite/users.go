@@ -28,7 +28,7 @@ func scanUser(s scanner, extra ...any) (*loremnews.User, error) {
 // CreateUser stores a new user.
 func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		now := db.now()
 		res, err := tx.ExecContext(ctx, `INSERT INTO users (screen_name, password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
 			screenName, passwordDigest, unixNanos(now), unixNanos(now), unixNanos(now))
@@ -90,7 +90,7 @@ func findUser(ctx context.Context, q querier, id int64) (*loremnews.User, error)
 // UpdateUser changes a user's screen name, about text and, if given, password digest.
 func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passwordDigest string) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET screen_name = ?, about = ?,
 			password_digest = CASE WHEN ? = '' THEN password_digest ELSE ? END, updated_at = ? WHERE id = ?`,
 			screenName, about, passwordDigest, passwordDigest, unixNanos(db.now()), id)
@@ -115,7 +115,7 @@ func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passw
 // sessions in the same transaction, so no browser signed in with the old
 // password outlives the change.
 func (db *DB) ChangePassword(ctx context.Context, id int64, passwordDigest string, keepSessionID int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET password_digest = ?, updated_at = ? WHERE id = ?`, passwordDigest, unixNanos(db.now()), id)
 		if err != nil {
 			return err
@@ -136,7 +136,7 @@ func (db *DB) ChangePassword(ctx context.Context, id int64, passwordDigest strin
 // oldDigest, in one statement, so a password changed meanwhile stays.
 func (db *DB) RehashPassword(ctx context.Context, id int64, oldDigest, newDigest string) (bool, error) {
 	var done bool
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET password_digest = ? WHERE id = ? AND password_digest = ?`, newDigest, id, oldDigest)
 		if err != nil {
 			return err
@@ -156,7 +156,7 @@ func (db *DB) RehashPassword(ctx context.Context, id int64, oldDigest, newDigest
 // those posts' comments_count, so those counters are fixed first, in the
 // same transaction.
 func (db *DB) DeleteUser(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE posts SET comments_count = comments_count -
 				(SELECT count(*) FROM comments c WHERE c.post_id = posts.id AND c.user_id = ?1)
 			WHERE user_id <> ?1 AND id IN (SELECT post_id FROM comments WHERE user_id = ?1)`, id); err != nil {

@@ -82,7 +82,7 @@ const (
 
 type pendingWrite struct {
 	ctx    context.Context
-	fn     func(context.Context, *sql.Tx) error
+	fn     func(context.Context, writeTx) error
 	queued time.Time
 	state  atomic.Int32
 	done   chan error // buffered: the writer never blocks on it
@@ -100,7 +100,7 @@ func newWriter(db *DB, maxBatch int) *writer {
 
 // submit queues fn and waits for its result: its own error, the batch's,
 // or EUNAVAILABLE if its turn did not come within the writer timeout.
-func (c *writer) submit(ctx context.Context, fn func(context.Context, *sql.Tx) error) error {
+func (c *writer) submit(ctx context.Context, fn func(context.Context, writeTx) error) error {
 	w := &pendingWrite{ctx: ctx, fn: fn, queued: time.Now(), done: make(chan error, 1)}
 	return c.wait(ctx, w, c.queue)
 }
@@ -194,24 +194,70 @@ func (c *writer) commitOne(batch []*pendingWrite) {
 		return
 	}
 	w := batch[0]
-	bg := context.Background()
-	tx, err := c.db.beginWrite(bg, time.Now().Add(c.db.writerTimeout))
+	conn, err := c.begin()
 	if err != nil {
 		w.done <- fmt.Errorf("begin: %w", err)
 		return
 	}
-	if err := w.fn(context.WithoutCancel(w.ctx), tx); err != nil {
-		tx.Rollback()
+	if err := w.fn(context.WithoutCancel(w.ctx), conn); err != nil {
+		c.rollback(conn)
 		w.done <- err
 		return
 	}
-	if err := tx.Commit(); err != nil {
+	if err := c.commitOn(conn); err != nil {
 		w.done <- fmt.Errorf("commit: %w", err)
 		return
 	}
+	w.done <- nil
+}
+
+// begin takes the write connection and starts a write transaction on it,
+// BEGIN IMMEDIATE, retrying while another process holds SQLite's write lock
+// as beginWrite does. The transaction is run on the connection itself, not
+// a *sql.Tx: database/sql starts a goroutine for every *sql.Tx (to roll it
+// back if its context ends) and one for every query inside one, and a
+// write here is never cancelled (see writer).
+func (c *writer) begin() (*sql.Conn, error) {
+	bg := context.Background()
+	conn, err := c.db.writeDB.Conn(bg)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(c.db.writerTimeout)
+	for count := 0; ; count++ {
+		_, err := conn.ExecContext(bg, `BEGIN IMMEDIATE`)
+		if err == nil {
+			return conn, nil
+		}
+		if !isBusy(err) || !c.db.retryBusy(count, deadline) {
+			conn.Close()
+			return nil, err
+		}
+		c.db.busyRetries.Add(1)
+		time.Sleep(c.db.busyInterval())
+	}
+}
+
+// commitOn commits the transaction on conn and gives the connection back;
+// if COMMIT fails, the transaction is rolled back first, so the connection
+// never goes back to the pool inside one.
+func (c *writer) commitOn(conn *sql.Conn) error {
+	if _, err := conn.ExecContext(context.Background(), `COMMIT`); err != nil {
+		c.rollback(conn)
+		return err
+	}
+	conn.Close()
 	c.count(func(s *WriterQueueStats) { s.Commits++ })
 	c.committed()
-	w.done <- nil
+	return nil
+}
+
+// rollback rolls back the transaction on conn and gives the connection
+// back. It cannot fail in a way worth reporting over the error that caused
+// it; if SQLite already rolled back, there is nothing to roll back.
+func (c *writer) rollback(conn *sql.Conn) {
+	conn.ExecContext(context.Background(), `ROLLBACK`)
+	conn.Close()
 }
 
 // commitTouches touches a random user for each of batch, in one
@@ -226,25 +272,23 @@ func (c *writer) commitTouches(batch []*pendingWrite) {
 			w.done <- err
 		}
 	}
-	tx, err := c.db.beginWrite(bg, time.Now().Add(c.db.writerTimeout))
+	conn, err := c.begin()
 	if err != nil {
 		fail(fmt.Errorf("begin: %w", err))
 		return
 	}
 	now := c.db.now()
 	for _, w := range batch {
-		if w.userID, err = touchOneRandomUser(bg, tx, now); err != nil {
-			tx.Rollback()
+		if w.userID, err = touchOneRandomUser(bg, conn, now); err != nil {
+			c.rollback(conn)
 			fail(err)
 			return
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := c.commitOn(conn); err != nil {
 		fail(fmt.Errorf("commit: %w", err))
 		return
 	}
-	c.count(func(s *WriterQueueStats) { s.Commits++ })
-	c.committed()
 	fail(nil)
 }
 
@@ -255,7 +299,7 @@ func (c *writer) commit(live []*pendingWrite) {
 		return
 	}
 	bg := context.Background()
-	tx, err := c.db.beginWrite(bg, time.Now().Add(c.db.writerTimeout))
+	tx, err := c.begin()
 	if err != nil {
 		for _, w := range live {
 			w.done <- fmt.Errorf("begin: %w", err)
@@ -264,7 +308,7 @@ func (c *writer) commit(live []*pendingWrite) {
 	}
 	results := make([]error, len(live))
 	fail := func(err error) {
-		tx.Rollback()
+		c.rollback(tx)
 		for _, w := range live {
 			w.done <- err
 		}
@@ -288,10 +332,11 @@ func (c *writer) commit(live []*pendingWrite) {
 			return
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := tx.ExecContext(bg, `COMMIT`); err != nil {
 		fail(fmt.Errorf("commit: %w", err))
 		return
 	}
+	tx.Close()
 	c.count(func(s *WriterQueueStats) { s.Commits++ })
 	c.committed()
 	for i, w := range live {
