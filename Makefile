@@ -30,8 +30,11 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 $(SQLITE_CFLAGS) $(SQLITE_TUNING)
 
 GO ?= go
-DB ?= storage/loremnews.sqlite3
-ADDR ?= 127.0.0.1:3000
+# make run DB=… ADDR=… passes --db and --addr; left unset, serve reads
+# LOREM_DB and LOREM_ADDR from the environment, else its defaults
+# (storage/loremnews.sqlite3, 127.0.0.1:3000), so LOREM_ADDR=… make run works.
+DB ?=
+ADDR ?=
 
 .PHONY: build build-plain generate run test test-deps lint vulncheck audit bench bench-postgres bench-quick clean
 
@@ -43,7 +46,7 @@ build-plain:
 	CGO_CFLAGS="-O2 $(SQLITE_TUNING)" $(GO) build -o bin/loremnews-plain ./cmd/loremnews
 
 run: build
-	bin/loremnews serve --db $(DB) --addr $(ADDR) --seed-if-empty --benchmarking
+	bin/loremnews serve$(if $(DB), --db $(DB))$(if $(ADDR), --addr $(ADDR)) --seed-if-empty --benchmarking
 
 test-deps:
 	scripts/install-test-deps
