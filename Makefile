@@ -92,7 +92,7 @@ vulncheck:
 audit:
 	scripts/audit
 
-# The full experiment (about 16 minutes): every profile, plus split on a binary
+# The full experiment (about 15 minutes): every profile, plus split on a binary
 # without the compile-time options, three 10 s runs each at c=20, then a
 # concurrency sweep 1…256, taking turns (--interleave), then balanced and
 # write_heavy at c=256, then the trivial read (point_read) against the ceiling
@@ -112,6 +112,8 @@ bench-postgres: build
 	bin/loremnews bench --targets sqlite,postgres,postgres-async --sweep --interleave \
 		--scenarios balanced@256,write_heavy@20,write_heavy@256 --out "$$out"
 
+# A short look (about 2 minutes with the build): every setup, 3 runs of 3 s,
+# no sweep. Its report goes to benchmarks/quick/, which git ignores.
 bench-quick: build build-plain
 	bin/loremnews bench --plain-binary bin/loremnews-plain --quick --out benchmarks/quick
 
