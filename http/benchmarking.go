@@ -84,6 +84,14 @@ func (h *Handler) benchmark(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// benchMethodNotAllowed answers a benchmarking URL asked with a method
+// other than POST: 405, with the Allow header and a line that says what to
+// send.
+func benchMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", http.MethodPost)
+	http.Error(w, "405 method not allowed: the benchmarking endpoints take POST (loremnews load -m POST, hey -m POST)", http.StatusMethodNotAllowed)
+}
+
 // headerLines writes the request's headers one per line, sorted, as the
 // description of a benchmark post — a public page — leaving out every
 // header that may carry a credential or who the client is.

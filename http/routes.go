@@ -89,6 +89,9 @@ func (h *Handler) routes() {
 		// The yardstick: the same server and middleware, no database, no
 		// template. The experiment reports results as a share of it.
 		m.Handle("POST /benchmarking/ceiling", h.sameOrigin(h.benchCeiling))
+		// Any other method is told to POST, instead of the catch-all's
+		// 404: the usual mistake is a load generator left on GET.
+		m.HandleFunc("/benchmarking/{action}", benchMethodNotAllowed)
 	}
 
 	m.Handle("/", h.page(func(w http.ResponseWriter, r *http.Request) {

@@ -579,6 +579,7 @@ func testBenchmarkingEndpoints(t *testing.T, be backend) {
 		site := newTestSite(t, be, siteOptions{})
 		wantStatus(t, site.browser().postRaw("/benchmarking/balanced", nil), 404)
 		wantStatus(t, site.browser().postRaw("/benchmarking/ceiling", nil), 404)
+		wantStatus(t, site.browser().get("/benchmarking/balanced"), 404)
 	})
 	site := newTestSite(t, be, siteOptions{benchmarking: true})
 	b := site.browser()
@@ -654,7 +655,16 @@ func testBenchmarkingEndpoints(t *testing.T, be backend) {
 	})
 	t.Run("UnknownAction", func(t *testing.T) {
 		wantStatus(t, b.postRaw("/benchmarking/drop_tables", nil), 404)
-		wantStatus(t, b.get("/benchmarking/balanced"), 404)
+	})
+	t.Run("OtherMethods", func(t *testing.T) {
+		for _, path := range []string{"/benchmarking/balanced", "/benchmarking/ceiling", "/benchmarking/drop_tables"} {
+			r := b.get(path)
+			wantStatus(t, r, http.StatusMethodNotAllowed)
+			if got := r.header.Get("Allow"); got != "POST" {
+				t.Errorf("GET %s: Allow %q, want POST", path, got)
+			}
+			wantBody(t, r, "take POST")
+		}
 	})
 	if c, err := site.db.CheckConsistency(context.Background()); err != nil || !c.OK() {
 		t.Fatalf("inconsistent: %+v, %v", c, err)

@@ -328,6 +328,49 @@ func TestDurationStopsAndCountsInFlight(t *testing.T) {
 	}
 }
 
+// TestGiveUpAfter: a URL that refuses every connection ends the test at
+// GiveUpAfter, in the closed and the open loop, with GaveUp set; a server
+// that answers, however slowly or badly, runs for the whole Duration.
+func TestGiveUpAfter(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/"
+	ln.Close()
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer slow.Close()
+	for _, tc := range []struct {
+		name       string
+		cfg        Config
+		wantGaveUp bool
+		minElapsed time.Duration
+		maxElapsed time.Duration
+	}{
+		{"ClosedLoopClosedPort", Config{URL: closed, Concurrency: 2, Duration: 30 * time.Second}, true, 200 * time.Millisecond, 2 * time.Second},
+		{"OpenLoopClosedPort", Config{URL: closed, Concurrency: 2, Rate: 100, Duration: 30 * time.Second}, true, 200 * time.Millisecond, 2 * time.Second},
+		{"ClosedPortByCount", Config{URL: closed, Concurrency: 2, Requests: 10}, false, 0, 2 * time.Second},
+		{"SlowErrors", Config{URL: slow.URL, Concurrency: 2, Duration: 1500 * time.Millisecond}, false, 1500 * time.Millisecond, 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.GiveUpAfter = 200 * time.Millisecond
+			res := mustRun(t, tc.cfg)
+			if res.GaveUp != tc.wantGaveUp {
+				t.Errorf("GaveUp = %v, want %v", res.GaveUp, tc.wantGaveUp)
+			}
+			if res.Elapsed < tc.minElapsed || res.Elapsed > tc.maxElapsed {
+				t.Errorf("elapsed %v, want %v to %v", res.Elapsed, tc.minElapsed, tc.maxElapsed)
+			}
+			if got := res.Summary().GaveUp; got != tc.wantGaveUp {
+				t.Errorf("Summary().GaveUp = %v, want %v", got, tc.wantGaveUp)
+			}
+		})
+	}
+}
+
 func TestCancel(t *testing.T) {
 	srv := serialServer(time.Millisecond)
 	defer srv.Close()
