@@ -208,18 +208,29 @@ func (h *Handler) signedIn(next http.HandlerFunc) http.HandlerFunc {
 // startSession signs the browser in as u. The new session has a new token,
 // so the browser's CSRF token changes with it.
 func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, u *loremnews.User) error {
-	token := randomToken()
-	s := &loremnews.Session{
-		UserID:      u.ID,
-		TokenDigest: tokenDigest(token),
-		UserAgent:   truncate(r.UserAgent(), 200),
-		IPAddress:   h.clientAddr(r).String(),
-	}
+	s, token := h.newSession(r, u.ID)
 	if err := h.store.CreateSession(r.Context(), s); err != nil {
 		return err
 	}
-	h.setCookie(w, sessionCookie, token, h.sessionLimits.Lifetime)
+	h.setSessionCookie(w, token)
 	return nil
+}
+
+// newSession is a session for this browser, not yet stored, and the token
+// its cookie will carry.
+func (h *Handler) newSession(r *http.Request, userID int64) (*loremnews.Session, string) {
+	token := randomToken()
+	return &loremnews.Session{
+		UserID:      userID,
+		TokenDigest: tokenDigest(token),
+		UserAgent:   truncate(r.UserAgent(), 200),
+		IPAddress:   h.clientAddr(r).String(),
+	}, token
+}
+
+// setSessionCookie gives the browser the token of its stored session.
+func (h *Handler) setSessionCookie(w http.ResponseWriter, token string) {
+	h.setCookie(w, sessionCookie, token, h.sessionLimits.Lifetime)
 }
 
 // hostPrefix makes a browser accept a cookie only if it is Secure, for

@@ -203,13 +203,16 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err == nil {
-		_, err = h.store.UpdateUser(r.Context(), me.ID, in.ScreenName, in.About, "")
-	}
-	if err == nil && digest != nil {
-		// Every session ends, this browser's too, and this browser gets a
-		// new one: a copy of its old cookie signs no one in either.
-		if err = h.store.ChangePassword(r.Context(), me.ID, string(digest), 0); err == nil {
-			err = h.startSession(w, r, me)
+		change := loremnews.ProfileChange{ScreenName: in.ScreenName, About: in.About}
+		var token string
+		if digest != nil {
+			// Every session ends, this browser's too, and this browser gets a
+			// new one: a copy of its old cookie signs no one in either.
+			change.PasswordDigest = string(digest)
+			change.NewSession, token = h.newSession(r, me.ID)
+		}
+		if _, err = h.store.UpdateProfile(r.Context(), me.ID, change); err == nil && token != "" {
+			h.setSessionCookie(w, token)
 		}
 	}
 	if loremnews.ErrorCode(err) == loremnews.EINVALID {
@@ -285,22 +288,12 @@ func (h *Handler) revokeSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	me := state(r).user
-	sessions, err := h.store.UserSessions(r.Context(), me.ID, h.sessionLimits)
-	if err != nil {
-		h.renderError(w, r, err)
-		return
-	}
-	owned := false
-	for _, s := range sessions {
-		owned = owned || s.ID == id
-	}
-	if !owned {
-		// Someone else's session or none at all: say the same, so ids of
-		// other people's sessions cannot be probed.
+	// Someone else's session and none at all are both ENOTFOUND, said the
+	// same way, so ids of other people's sessions cannot be probed.
+	if err := h.store.DeleteSession(r.Context(), me.ID, id); loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
 		h.renderError(w, r, notFound("No such session."))
 		return
-	}
-	if err := h.store.DeleteSession(r.Context(), id); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
+	} else if err != nil {
 		h.renderError(w, r, err)
 		return
 	}
