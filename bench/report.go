@@ -94,10 +94,11 @@ func (r *Report) Title() string {
 	return fmt.Sprintf("Lorem News: %s on %s, c=%d, %d × %s", strings.Join(names, " vs "), c.Action, c.Concurrency, c.Runs, c.Duration)
 }
 
-// intro is the report's opening paragraphs (plain text, no markup).
+// intro is the report's opening paragraphs (plain text, no markup): what
+// the run showed, then when, where and how it ran.
 func (r *Report) intro() []string {
 	c, m := r.Config, r.Machine
-	return []string{
+	return append(r.summary(),
 		fmt.Sprintf("Run %s → %s (%s).", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.UTC().Format("15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second)),
 		fmt.Sprintf("Machine: %d cores (%s), %d GiB, %s, kernel %s; %s; SQLite %s. The load generator (loremnews load, inside the bench process) and the servers share these cores, so compare setups within this report, as ratios.",
 			m.Cores, m.CPU, m.MemoryGiB, m.OS, m.Kernel, m.Go, m.SQLite),
@@ -105,7 +106,7 @@ func (r *Report) intro() []string {
 			c.Users, c.Posts, c.Seed, c.Runs, c.Action, c.Concurrency, c.Duration),
 		"Throughput counts successful requests only (a 2xx at the end of the redirects); failed requests (error statuses such as 503, and connection errors) are counted apart, and latencies are those of successful requests.",
 		order(c),
-	}
+	)
 }
 
 func (r *Report) tables() (out []table) {
@@ -125,7 +126,9 @@ func (r *Report) tables() (out []table) {
 		}
 		return []string{fmtMicros(cpuPerOK), fmtMiB(rss)}
 	}
-	results := table{Title: "Results", Head: costHead("setup", "run", "successful req/s", "% of ceiling", "failed", "avg", "p50", "p90", "p99", "p99.9", "slowest")}
+	// "% failed" stands next to the successful req/s, so that no one takes a
+	// failing setup's successful req/s for a win.
+	results := table{Title: "Results", Head: costHead("setup", "run", "successful req/s", "% failed", "% of ceiling", "failed", "avg", "p50", "p90", "p99", "p99.9", "slowest")}
 	if r.Ceiling != nil {
 		results.Note = fmt.Sprintf("Ceiling: the same binary's POST /benchmarking/ceiling (no database, no template), same generator and concurrency, in this run: %.0f req/s, p50 %s, p99 %s.",
 			r.Ceiling.OKPerSec(), fmtSeconds(r.Ceiling.Percentile(50)), fmtSeconds(r.Ceiling.Percentile(99)))
@@ -143,7 +146,7 @@ func (r *Report) tables() (out []table) {
 			if i == 0 {
 				name = s.Setup.Name
 			}
-			cells := []string{name, fmt.Sprint(i + 1), fmt.Sprintf("%.0f", run.OKPerSec()), r.ofCeiling(run.OKPerSec()), statusSummary(run)}
+			cells := []string{name, fmt.Sprint(i + 1), fmt.Sprintf("%.0f", run.OKPerSec()), fmtShare(run.ErrorRate()), r.ofCeiling(run.OKPerSec()), statusSummary(run)}
 			for _, col := range runColumns {
 				cells = append(cells, fmtSeconds(col.value(run)))
 			}
@@ -151,7 +154,7 @@ func (r *Report) tables() (out []table) {
 			results.Rows = append(results.Rows, tableRow{Cells: cells})
 		}
 		rps, lat, nonOK := meanRun(s.Runs)
-		cells := []string{"", "mean", fmt.Sprintf("%.0f", rps), r.ofCeiling(rps), fmt.Sprintf("%.0f", nonOK)}
+		cells := []string{"", "mean", fmt.Sprintf("%.0f", rps), fmtShare(statOf(s.Setup.Name, s.Runs).failShare), r.ofCeiling(rps), fmt.Sprintf("%.0f", nonOK)}
 		for _, v := range lat {
 			cells = append(cells, fmtSeconds(v))
 		}
@@ -179,7 +182,7 @@ func (r *Report) tables() (out []table) {
 	if len(c.Scenarios) > 0 {
 		sc := table{Title: "Scenarios", Note: fmt.Sprintf("One run of %s each, each on a freshly seeded database and server. post_destroy and comment_destroy stop after "+
 			"deleting half the seeded posts (or comments), so the table never runs out.", c.Duration),
-			Head: costHead("setup", "action", "c", "successful req/s", "% of ceiling", "failed", "p50", "p99", "p99.9", "slowest")}
+			Head: costHead("setup", "action", "c", "successful req/s", "% failed", "% of ceiling", "failed", "p50", "p99", "p99.9", "slowest")}
 		if withCost {
 			sc.Note += " " + r.costNote()
 		}
@@ -190,7 +193,7 @@ func (r *Report) tables() (out []table) {
 					name = s.Setup.Name
 				}
 				sc.Rows = append(sc.Rows, tableRow{Cells: append([]string{name, run.Action, fmt.Sprint(run.Concurrency), fmt.Sprintf("%.0f", run.OKPerSec()),
-					r.ofCeiling(run.OKPerSec()), statusSummary(run), fmtSeconds(run.Percentile(50)), fmtSeconds(run.Percentile(99)), fmtSeconds(run.Percentile(99.9)),
+					fmtShare(run.ErrorRate()), r.ofCeiling(run.OKPerSec()), statusSummary(run), fmtSeconds(run.Percentile(50)), fmtSeconds(run.Percentile(99)), fmtSeconds(run.Percentile(99.9)),
 					fmtSeconds(orNaN(run.measured(), run.Slowest))}, costCells(run.CPUPerOK(), run.RSS())...)})
 			}
 		}
@@ -402,7 +405,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		p("- %s\n", line)
 		if logs := r.Setups[i].ServerLog; len(logs) > 0 {
 			p("  - last server warnings:\n\n    ```\n")
-			for _, l := range logs {
+			for _, l := range collapseLog(logs) {
 				p("    %s\n", scrubPaths(truncateLine(l, 240)))
 			}
 			p("    ```\n")
@@ -436,6 +439,36 @@ func statusSummary(r RunResult) string {
 	}
 	slices.Sort(parts)
 	return fmt.Sprintf("%d (%s)", r.Failures, strings.Join(parts, ", "))
+}
+
+// collapseLog prints each distinct log line once, in the order first seen,
+// with the number of times it came when more than once ("20× level=WARN
+// …"). Lines differ only by their time, which is left out of the
+// comparison and of a repeated line.
+func collapseLog(lines []string) []string {
+	var order []string
+	count := map[string]int{}
+	for _, l := range lines {
+		key := l
+		if rest, ok := strings.CutPrefix(l, "time="); ok {
+			if _, after, ok := strings.Cut(rest, " "); ok {
+				key = after
+			}
+		}
+		if count[key] == 0 {
+			order = append(order, key)
+		}
+		count[key]++
+	}
+	out := make([]string, 0, len(order))
+	for _, key := range order {
+		if n := count[key]; n > 1 {
+			out = append(out, fmt.Sprintf("%d× %s", n, key))
+			continue
+		}
+		out = append(out, key)
+	}
+	return out
 }
 
 func truncateLine(s string, n int) string {
