@@ -103,7 +103,7 @@ func (r *Report) summary() []string {
 			}
 		}
 		if len(at) > 0 {
-			out = append(out, fmt.Sprintf("%s at c=%d, one run each: %s", c.Action, level, failureSentence(at)))
+			out = append(out, fmt.Sprintf("At c=%d (%s, one run each): %s", level, c.Action, failureSentence(at)))
 			if s := bestSentence(at); s != "" {
 				out[1] += " " + s
 			}

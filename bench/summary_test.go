@@ -89,7 +89,7 @@ func TestReportSummary(t *testing.T) {
 				"What this run showed, balanced at c=20: naive failed 59 % of its requests (503); the other 2 setups failed none. " +
 					"Of the setups that failed less than 1 %, batch served the most successful requests: 2,400 req/s, p99 32.0 ms, " +
 					"1.60× the talk's fix, enhanced (1,500 req/s, p99 54.0 ms).",
-				"balanced at c=256, one run each: naive failed 34 % of its requests (503); the other 2 setups failed none. " +
+				"At c=256 (balanced, one run each): naive failed 34 % of its requests (503); the other 2 setups failed none. " +
 					"Of the setups that failed less than 1 %, batch served the most successful requests: 4,250 req/s, p99 119.0 ms, " +
 					"2.50× the talk's fix, enhanced (1,700 req/s, p99 450.0 ms).",
 			},
