@@ -39,6 +39,7 @@ func (h *Handler) createComment(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, err)
 		return
 	}
+	h.setFlash(w, "comment-created")
 	http.Redirect(w, r, fmt.Sprintf("/posts/%d#comment-%d", postID, c.ID), http.StatusSeeOther)
 }
 
@@ -87,6 +88,7 @@ func (h *Handler) updateComment(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, err)
 		return
 	}
+	h.setFlash(w, "comment-saved")
 	http.Redirect(w, r, fmt.Sprintf("/posts/%d#comment-%d", c.PostID, c.ID), http.StatusSeeOther)
 }
 

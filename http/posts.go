@@ -171,6 +171,7 @@ func (h *Handler) createPost(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
+	h.setFlash(w, "post-created")
 	http.Redirect(w, r, fmt.Sprintf("/posts/%d", post.ID), http.StatusSeeOther)
 }
 
@@ -237,6 +238,7 @@ func (h *Handler) updatePost(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
+	h.setFlash(w, "post-saved")
 	http.Redirect(w, r, fmt.Sprintf("/posts/%d", post.ID), http.StatusSeeOther)
 }
 

@@ -236,7 +236,10 @@ func testPosts(t *testing.T, be backend) {
 	path := postIDRe.FindString(r.location())
 	r = owner.get(path)
 	wantStatus(t, r, 200)
-	wantBody(t, r, "My brand new post", "<p>Para one.</p>", "<p>Para two.</p>", "by you", "Edit", "Delete")
+	wantBody(t, r, "My brand new post", "<p>Para one.</p>", "<p>Para two.</p>", "by you", "Edit", "Delete", "Your post was published.")
+	if strings.Contains(owner.get(path).body, "Your post was published.") {
+		t.Fatal("the confirmation shows again on the next page")
+	}
 
 	t.Run("Invalid", func(t *testing.T) {
 		r := owner.post("/posts", url.Values{"title": {"abc"}, "description": {"kept text"}})
@@ -270,7 +273,7 @@ func testPosts(t *testing.T, be backend) {
 		wantStatus(t, r, http.StatusUnprocessableEntity)
 		wantBody(t, r, "Title is too short", "keep me")
 		wantRedirect(t, owner.post(path, url.Values{"title": {"My edited post"}, "description": {"Edited."}}), path)
-		wantBody(t, owner.get(path), "My edited post", "Edited.")
+		wantBody(t, owner.get(path), "My edited post", "Edited.", "Your changes to the post were saved.")
 	})
 	t.Run("EscapesHTML", func(t *testing.T) {
 		r := owner.post("/posts", url.Values{"title": {`<script>alert("x")</script>`}, "description": {`<img src=x onerror=alert(1)>`}})
@@ -313,7 +316,7 @@ func testComments(t *testing.T, be backend) {
 	id := commentIDRe.FindStringSubmatch(r.location())[1]
 	cpath := "/comments/" + id
 	r = owner.get(postPath)
-	wantBody(t, r, "A thoughtful comment", cpath+"/edit", fmt.Sprintf("%d comments", len(commentsOf(site, post.ID))+1))
+	wantBody(t, r, "A thoughtful comment", cpath+"/edit", fmt.Sprintf("%d comments", len(commentsOf(site, post.ID))+1), "Your comment was added.")
 
 	t.Run("Invalid", func(t *testing.T) {
 		r := owner.post(postPath+"/comments", url.Values{"body": {"shrt"}})
@@ -337,7 +340,7 @@ func testComments(t *testing.T, be backend) {
 		wantStatus(t, r, http.StatusUnprocessableEntity)
 		wantBody(t, r, "Comment is too short", ">no</textarea>")
 		wantRedirect(t, owner.post(cpath, url.Values{"body": {"An edited comment"}}), postPath+"#comment-"+id)
-		wantBody(t, owner.get(postPath), "An edited comment")
+		wantBody(t, owner.get(postPath), "An edited comment", "Your changes to the comment were saved.")
 	})
 	t.Run("Delete", func(t *testing.T) {
 		wantRedirect(t, owner.post(cpath+"/delete", nil), postPath)
