@@ -138,7 +138,7 @@ func (h *Handler) benchPostCreate(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, fmt.Sprintf("/posts/%d", p.ID), http.StatusSeeOther)
+	http.Redirect(w, r, sitePath(postsBase, p.ID, ""), http.StatusSeeOther)
 	return nil
 }
 
@@ -147,7 +147,7 @@ func (h *Handler) benchCommentCreate(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, fmt.Sprintf("/posts/%d", c.PostID), http.StatusSeeOther)
+	http.Redirect(w, r, sitePath(postsBase, c.PostID, ""), http.StatusSeeOther)
 	return nil
 }
 
@@ -164,7 +164,7 @@ func (h *Handler) benchCommentDestroy(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, fmt.Sprintf("/posts/%d", postID), http.StatusSeeOther)
+	http.Redirect(w, r, sitePath(postsBase, postID, ""), http.StatusSeeOther)
 	return nil
 }
 

@@ -183,8 +183,8 @@ func (a authorLink) append(b []byte) []byte {
 	if a.b.Owns(a.u.ID) {
 		return append(b, "you"...)
 	}
-	b = append(b, `<a href="/users/`...)
-	b = strconv.AppendInt(b, a.u.ID, 10)
+	b = append(b, `<a href="`...)
+	b = appendSitePath(b, usersBase, a.u.ID, "")
 	b = append(b, `">`...)
 	b = appendEscaped(b, a.u.ScreenName)
 	return append(b, "</a>"...)
@@ -252,8 +252,8 @@ func writeRows[T any](w io.Writer, rows []T, appendRow func([]byte, T) []byte) e
 
 // appendTitleLink appends a post's title linking to the post.
 func appendTitleLink(b []byte, p *loremnews.Post) []byte {
-	b = append(b, `<a class="title" href="/posts/`...)
-	b = strconv.AppendInt(b, p.ID, 10)
+	b = append(b, `<a class="title" href="`...)
+	b = appendSitePath(b, postsBase, p.ID, "")
 	b = append(b, `">`...)
 	b = appendEscaped(b, p.Title)
 	return append(b, `</a>`...)
@@ -275,9 +275,9 @@ func (r postRows) Render(_ context.Context, w io.Writer) error {
 		b = author(r.b, p.Author).append(b)
 		b = append(b, ` · `...)
 		b = appendTimeAgo(b, p.CreatedAt)
-		b = append(b, ` · <a href="/posts/`...)
-		b = strconv.AppendInt(b, p.ID, 10)
-		b = append(b, `#comments">`...)
+		b = append(b, ` · <a href="`...)
+		b = appendSitePath(b, postsBase, p.ID, "#comments")
+		b = append(b, `">`...)
 		b = plural(p.CommentsCount, "comment", "comments").append(b)
 		return append(b, `</a></div></li>`...)
 	})
@@ -306,9 +306,8 @@ func (r userCommentRows) Render(_ context.Context, w io.Writer) error {
 	return writeRows(w, r, func(b []byte, c *loremnews.Comment) []byte {
 		b = append(b, `<li id="comment-`...)
 		b = strconv.AppendInt(b, c.ID, 10)
-		b = append(b, `"><div class="meta">on <a href="/posts/`...)
-		b = strconv.AppendInt(b, c.PostID, 10)
-		b = append(b, `#comment-`...)
+		b = append(b, `"><div class="meta">on <a href="`...)
+		b = appendSitePath(b, postsBase, c.PostID, "#comment-")
 		b = strconv.AppendInt(b, c.ID, 10)
 		b = append(b, `">`...)
 		b = appendEscaped(b, c.Post.Title)
@@ -337,11 +336,11 @@ func (r postCommentRows) Render(_ context.Context, w io.Writer) error {
 		b = appendTimeAgo(b, c.CreatedAt)
 		if r.b.Owns(c.UserID) {
 			// Two spaces before each link, as the template wrote them.
-			b = append(b, ` ·  <a href="/comments/`...)
-			b = strconv.AppendInt(b, c.ID, 10)
-			b = append(b, `/edit">Edit</a> ·  <a class="danger" href="/comments/`...)
-			b = strconv.AppendInt(b, c.ID, 10)
-			b = append(b, `/delete">Delete</a>`...)
+			b = append(b, ` ·  <a href="`...)
+			b = appendSitePath(b, commentsBase, c.ID, "/edit")
+			b = append(b, `">Edit</a> ·  <a class="danger" href="`...)
+			b = appendSitePath(b, commentsBase, c.ID, "/delete")
+			b = append(b, `">Delete</a>`...)
 		}
 		b = append(b, `</div><div class="body">`...)
 		b = appendParagraphs(b, c.Body)

@@ -417,3 +417,50 @@ func testPostFormErrorsAtTheirFields(t *testing.T, be backend) {
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	wantBody(t, r, `id="post-title-error">Title has already been taken.</p>`)
 }
+
+// TestFormLimitsAreTheDomains: every length a form lets the browser check
+// is the domain's limit, which the server checks again.
+func TestFormLimitsAreTheDomains(t *testing.T) {
+	site := newTestSite(t, sqliteBackend, siteOptions{})
+	b := site.browser()
+	b.signIn(0)
+	post := site.ds.Posts[0]
+	var own *loremnews.Comment
+	for _, c := range site.ds.Comments {
+		if c.UserID == site.ds.Users[0].ID {
+			own = c
+			break
+		}
+	}
+	if own == nil {
+		t.Fatal("the first user has no comment")
+	}
+	for _, tc := range []struct {
+		page, field string
+		min, max    int
+	}{
+		{"/posts/new", `<input id="post-title"`, loremnews.MinTitleLen, loremnews.MaxTitleLen},
+		{"/posts/new", `<textarea id="post-description"`, 0, loremnews.MaxDescriptionLen},
+		{fmt.Sprintf("/posts/%d", post.ID), `<textarea id="comment-body"`, loremnews.MinBodyLen, loremnews.MaxBodyLen},
+		{fmt.Sprintf("/comments/%d/edit", own.ID), `<textarea id="comment-body"`, loremnews.MinBodyLen, loremnews.MaxBodyLen},
+		{"/signup", `<input id="screen-name"`, loremnews.MinScreenNameLen, loremnews.MaxScreenNameLen},
+	} {
+		page := site.browser()
+		if tc.page != "/signup" {
+			page = b
+		}
+		r := page.get(tc.page)
+		wantStatus(t, r, 200)
+		field := regexp.MustCompile(regexp.QuoteMeta(tc.field) + `[^>]*>`).FindString(r.body)
+		if field == "" {
+			t.Fatalf("%s has no %s", tc.page, tc.field)
+		}
+		want := fmt.Sprintf(`maxlength="%d"`, tc.max)
+		if tc.min > 0 {
+			want = fmt.Sprintf(`minlength="%d" maxlength="%d"`, tc.min, tc.max)
+		}
+		if !strings.Contains(field, want) {
+			t.Errorf("%s: %s lacks %s", tc.page, field, want)
+		}
+	}
+}

@@ -13,12 +13,6 @@ import (
 	"github.com/loremnews/loremnews"
 )
 
-func postURL(id int64) templ.SafeURL { return templ.SafeURL("/posts/" + strconv.FormatInt(id, 10)) }
-func userURL(id int64) templ.SafeURL { return templ.SafeURL("/users/" + strconv.FormatInt(id, 10)) }
-func commentURL(id int64) templ.SafeURL {
-	return templ.SafeURL("/comments/" + strconv.FormatInt(id, 10))
-}
-
 // pageData is implemented by every page's data struct: base() through the
 // embedded basePage, view() by each page.
 type pageData interface {

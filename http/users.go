@@ -3,7 +3,6 @@ package http
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/loremnews/loremnews"
 	"golang.org/x/crypto/bcrypt"
@@ -36,11 +35,11 @@ type userListPage struct {
 }
 
 func userPostsURL(id, before int64) string {
-	return "/users/" + strconv.FormatInt(id, 10) + "/posts?before=" + strconv.FormatInt(before, 10)
+	return sitePath(usersBase, id, pageTail("posts", before))
 }
 
 func userCommentsURL(id, before int64) string {
-	return "/users/" + strconv.FormatInt(id, 10) + "/comments?before=" + strconv.FormatInt(before, 10)
+	return sitePath(usersBase, id, pageTail("comments", before))
 }
 
 type userFormPage struct {
@@ -225,7 +224,7 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.setFlash(w, "profile-saved")
-	http.Redirect(w, r, fmt.Sprintf("/users/%d", me.ID), http.StatusSeeOther)
+	http.Redirect(w, r, sitePath(usersBase, me.ID, ""), http.StatusSeeOther)
 }
 
 // confirmDeleteUser asks before deleting the reader's account, naming what
@@ -251,8 +250,8 @@ func (h *Handler) renderDeleteAccount(w http.ResponseWriter, r *http.Request, st
 	h.render(w, r, status, &confirmPage{basePage: basePage{Title: "Delete account"},
 		Question: fmt.Sprintf("Delete your account with its %s and %s?",
 			plural(u.PostsCount, "post", "posts").String(), plural(u.CommentsCount, "comment", "comments").String()),
-		Detail: u.ScreenName, Action: fmt.Sprintf("/users/%d/delete", u.ID), Button: "Delete my account",
-		Cancel: fmt.Sprintf("/users/%d", u.ID), AskPassword: true, Error: problem})
+		Detail: u.ScreenName, Action: sitePath(usersBase, u.ID, "/delete"), Button: "Delete my account",
+		Cancel: sitePath(usersBase, u.ID, ""), AskPassword: true, Error: problem})
 }
 
 // deleteUser deletes the reader's account once current_password confirms
@@ -301,5 +300,5 @@ func (h *Handler) revokeSession(w http.ResponseWriter, r *http.Request) {
 		h.clearCookie(w, sessionCookie)
 	}
 	h.setFlash(w, "session-revoked")
-	http.Redirect(w, r, fmt.Sprintf("/users/%d#sessions", me.ID), http.StatusSeeOther)
+	http.Redirect(w, r, sitePath(usersBase, me.ID, "#sessions"), http.StatusSeeOther)
 }
