@@ -365,3 +365,57 @@ func TestRunWithoutSuccessHasNoLatency(t *testing.T) {
 		t.Errorf("successful req/s %v, failed %v", run.OKPerSec(), failed)
 	}
 }
+
+// TestResultsJSONKeepsWhatTheReportReads: results.json leaves out what no
+// table or chart reads, and the report rendered from it is the report
+// rendered from the full results, byte for byte, charts included.
+func TestResultsJSONKeepsWhatTheReportReads(t *testing.T) {
+	full := sampleReport()
+	for _, s := range full.Setups {
+		for _, runs := range [][]RunResult{s.Runs, s.Sweep, s.Scenarios} {
+			for i := range runs {
+				runs[i].Histogram = []load.BucketValue{{UpperSeconds: 0.01, Count: 1000}}
+			}
+		}
+	}
+	var js bytes.Buffer
+	if err := full.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{`"histogram"`} {
+		if strings.Contains(js.String(), gone) {
+			t.Errorf("results.json keeps %s", gone)
+		}
+	}
+	if n := strings.Count(js.String(), `"log_histogram"`); n != 4 {
+		t.Errorf("results.json has %d log histograms, want the 4 main runs'", n)
+	}
+	path := filepath.Join(t.TempDir(), "results.json")
+	if err := os.WriteFile(path, js.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read, err := ReadReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(r *Report) string {
+		var b bytes.Buffer
+		if err := r.WriteMarkdown(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteHTML(&b); err != nil {
+			t.Fatal(err)
+		}
+		charts, err := r.charts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range charts {
+			b.Write(c.SVG)
+		}
+		return b.String()
+	}
+	if render(read) != render(full) {
+		t.Error("the report rendered from results.json differs from the one rendered from the full results")
+	}
+}

@@ -478,6 +478,51 @@ func truncateLine(s string, n int) string {
 	return s[:n] + "…"
 }
 
+// trimmed is r as results.json keeps it, the same report to render and
+// no more. No table or chart reads a run's linear histogram, and only the
+// main runs are drawn as latency distributions and second by second: the
+// sweep's levels, the scenarios, the ceiling and the point reads keep
+// their figures without their log histogram and timeline.
+func (r *Report) trimmed() *Report {
+	slim := func(run RunResult, drawn bool) RunResult {
+		run.Histogram = nil
+		if !drawn {
+			run.LogHistogram, run.Timeline = nil, nil
+		}
+		return run
+	}
+	slimAll := func(runs []RunResult, drawn bool) []RunResult {
+		if runs == nil {
+			return nil
+		}
+		out := make([]RunResult, len(runs))
+		for i, run := range runs {
+			out[i] = slim(run, drawn)
+		}
+		return out
+	}
+	t := *r
+	if r.Ceiling != nil {
+		c := slim(*r.Ceiling, false)
+		t.Ceiling = &c
+	}
+	t.Setups = make([]*SetupResult, len(r.Setups))
+	for i, s := range r.Setups {
+		c := *s
+		c.Runs, c.Sweep, c.Scenarios = slimAll(s.Runs, true), slimAll(s.Sweep, false), slimAll(s.Scenarios, false)
+		t.Setups[i] = &c
+	}
+	if r.PointRead != nil {
+		pr := *r.PointRead
+		pr.Levels = make([]PointReadLevel, len(r.PointRead.Levels))
+		for i, l := range r.PointRead.Levels {
+			pr.Levels[i] = PointReadLevel{Concurrency: l.Concurrency, Ceiling: slim(l.Ceiling, false), Read: slim(l.Read, false)}
+		}
+		t.PointRead = &pr
+	}
+	return &t
+}
+
 // ReadReport reads the raw results a run wrote (results.json), so the
 // Markdown and HTML can be rendered again without rerunning.
 func ReadReport(path string) (*Report, error) {
@@ -492,9 +537,11 @@ func ReadReport(path string) (*Report, error) {
 	return &r, nil
 }
 
-// WriteJSON writes the raw results, absolute paths reduced to file names.
+// WriteJSON writes the raw results, absolute paths reduced to file names,
+// kept to what the report and its charts read (see trimmed): they are
+// committed with every make bench, and nothing else reads them.
 func (r *Report) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := json.MarshalIndent(r.trimmed(), "", "  ")
 	if err != nil {
 		return err
 	}

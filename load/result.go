@@ -371,8 +371,8 @@ type Summary struct {
 	Average         float64           `json:"average_seconds"`
 	Slowest         float64           `json:"slowest_seconds"`
 	Percentiles     []PercentileValue `json:"percentiles"`
-	Histogram       []BucketValue     `json:"histogram"`
-	LogHistogram    []BucketValue     `json:"log_histogram"`
+	Histogram       []BucketValue     `json:"histogram,omitempty"`
+	LogHistogram    []BucketValue     `json:"log_histogram,omitempty"`
 	StatusCodes     map[string]int64  `json:"status_codes"`
 	Errors          map[string]int64  `json:"errors"`
 	Timeline        []TimelinePoint   `json:"timeline,omitempty"`
