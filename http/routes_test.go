@@ -193,8 +193,17 @@ func testSignUpInOut(t *testing.T, be backend) {
 				c = ck
 			}
 		}
-		if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || len(c.Value) < 40 {
-			t.Fatalf("session cookie = %+v", c)
+		if c == nil {
+			t.Fatal("no session cookie")
+		}
+		if !c.HttpOnly {
+			t.Errorf("session cookie HttpOnly = false, want true")
+		}
+		if c.SameSite != http.SameSiteLaxMode {
+			t.Errorf("session cookie SameSite = %v, want Lax", c.SameSite)
+		}
+		if len(c.Value) < 40 {
+			t.Errorf("session cookie value is %d characters, want at least 40", len(c.Value))
 		}
 		// A forged cookie signs no one in.
 		forged := site.browser()
@@ -483,8 +492,20 @@ func testSecureCookies(t *testing.T, be backend) {
 		names[c.Name] = true
 		// __Host-: the browser takes the cookie only if it is Secure, for
 		// path / and without a Domain, so no subdomain can plant one.
-		if !c.Secure || !c.HttpOnly || !strings.HasPrefix(c.Name, "__Host-") || c.Path != "/" || c.Domain != "" {
-			t.Errorf("cookie %s: Secure %v, HttpOnly %v, Path %q, Domain %q", c.Name, c.Secure, c.HttpOnly, c.Path, c.Domain)
+		if !c.Secure {
+			t.Errorf("cookie %s: Secure = false, want true", c.Name)
+		}
+		if !c.HttpOnly {
+			t.Errorf("cookie %s: HttpOnly = false, want true", c.Name)
+		}
+		if !strings.HasPrefix(c.Name, "__Host-") {
+			t.Errorf("cookie %s: no __Host- prefix", c.Name)
+		}
+		if c.Path != "/" {
+			t.Errorf("cookie %s: Path = %q, want /", c.Name, c.Path)
+		}
+		if c.Domain != "" {
+			t.Errorf("cookie %s: Domain = %q, want none", c.Name, c.Domain)
 		}
 	}
 	if !names["__Host-lorem_session"] || !names["__Host-lorem_device"] {

@@ -49,8 +49,17 @@ func TestLoadCommand(t *testing.T) {
 		if err := json.Unmarshal(out.Bytes(), &s); err != nil {
 			t.Fatal(err)
 		}
-		if s.Requests != 10 || s.StatusCodes["200"] != 10 || s.BytesTotal != 50 || len(s.Percentiles) == 0 {
-			t.Fatalf("summary %+v", s)
+		if s.Requests != 10 {
+			t.Errorf("requests = %d, want 10", s.Requests)
+		}
+		if got := s.StatusCodes["200"]; got != 10 {
+			t.Errorf("200s = %d, want 10", got)
+		}
+		if s.BytesTotal != 50 {
+			t.Errorf("bytes = %d, want 50", s.BytesTotal)
+		}
+		if len(s.Percentiles) == 0 {
+			t.Errorf("no percentiles")
 		}
 	})
 	t.Run("UsageErrors", func(t *testing.T) {
@@ -174,8 +183,14 @@ func TestOpenLoopReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Due at 0, 2 s: two requests over a 4 s window.
-	if s.Rate != 0.5 || s.Requests != 2 || s.SendRate < 0.4 || s.SendRate > 0.6 {
-		t.Fatalf("rate %v, requests %d, send rate %v", s.Rate, s.Requests, s.SendRate)
+	if s.Rate != 0.5 {
+		t.Errorf("rate = %v, want 0.5", s.Rate)
+	}
+	if s.Requests != 2 {
+		t.Errorf("requests = %d, want 2", s.Requests)
+	}
+	if s.SendRate < 0.4 || s.SendRate > 0.6 {
+		t.Errorf("send rate = %v, want 0.4 to 0.6", s.SendRate)
 	}
 	out.Reset()
 	if err := run(context.Background(), []string{"load", "-q", "0.5", "-n", "1", "-c", "1", srv.URL}, &out, io.Discard); err != nil {

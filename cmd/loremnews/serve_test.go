@@ -156,9 +156,23 @@ func TestParseServeFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.benchmarking || len(c.site.TrustedProxies) != 1 || c.site.MaxInFlight != 8 || string(c.site.SecretKey) != strings.Repeat("k", 32) ||
-		c.logLevel != slog.LevelWarn || c.metricsAddr != "127.0.0.1:9100" || !c.metrics || c.db.profile != "naive" || c.shutdownTimeout != 10*time.Second {
-		t.Errorf("%+v", c)
+	for _, f := range []struct {
+		field     string
+		got, want any
+	}{
+		{"benchmarking", c.benchmarking, true},
+		{"trusted proxies", len(c.site.TrustedProxies), 1},
+		{"max in flight", c.site.MaxInFlight, 8},
+		{"secret key", string(c.site.SecretKey), strings.Repeat("k", 32)},
+		{"log level", c.logLevel, slog.LevelWarn},
+		{"metrics addr", c.metricsAddr, "127.0.0.1:9100"},
+		{"metrics", c.metrics, true},
+		{"profile", c.db.profile, "naive"},
+		{"shutdown timeout", c.shutdownTimeout, 10 * time.Second},
+	} {
+		if f.got != f.want {
+			t.Errorf("%s = %v, want %v", f.field, f.got, f.want)
+		}
 	}
 }
 
