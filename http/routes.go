@@ -2,31 +2,6 @@ package http
 
 import "net/http"
 
-// loopbackOnly serves next only to clients on this machine that came
-// straight here: the peer is a loopback address and the request carries no
-// forwarding header (a reverse proxy on the same machine adds one). Others
-// get 404, as if the route did not exist.
-func (h *Handler) loopbackOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !peerAddr(r).IsLoopback() || r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" || r.Header.Get("X-Real-Ip") != "" {
-			http.NotFound(w, r)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// sameOrigin refuses requests a browser marks as cross-origin.
-func (h *Handler) sameOrigin(next http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h.origin.Check(r); err != nil {
-			h.renderError(w, r, forbidden("Cross-origin requests are not allowed."))
-			return
-		}
-		next(w, r)
-	})
-}
-
 // routes lists every route of the site in one place. HTML forms can only
 // GET and POST, so updates are POST /thing/{id} and deletes POST
 // /thing/{id}/delete, whose form is on the page GET /thing/{id}/delete
