@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/a-h/templ"
@@ -45,6 +46,9 @@ type basePage struct {
 	CurrentUser *loremnews.User
 	CSRFToken   string
 	Flash       string
+	// now is the handler's clock, read once for the page: every age on it
+	// ("3 hours ago") is counted from it.
+	now time.Time
 }
 
 func (b *basePage) base() *basePage { return b }
@@ -100,7 +104,7 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, data pageData) {
 	st := state(r)
 	b := data.base()
-	b.CurrentUser, b.CSRFToken = st.user, st.csrf
+	b.CurrentUser, b.CSRFToken, b.now = st.user, st.csrf, h.now()
 	if b.Flash == "" {
 		b.Flash = st.takeFlash(w)
 	}

@@ -420,7 +420,7 @@ func indexView(p *indexPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = postRows{&p.basePage, p.Posts}.Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = postRows(&p.basePage, p.Posts).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -502,7 +502,7 @@ func postView(p *postPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = timeAgo(p.Post.CreatedAt).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = ago(&p.basePage, p.Post.CreatedAt).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -674,7 +674,7 @@ func postView(p *postPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = postCommentRows{&p.basePage, p.Comments}.Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = postCommentRows(&p.basePage, p.Comments).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1405,7 +1405,7 @@ func userView(p *userPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = timeAgo(p.User.CreatedAt).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = ago(&p.basePage, p.User.CreatedAt).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1419,7 +1419,7 @@ func userView(p *userPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = timeAgo(p.User.LastSeenAt).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = ago(&p.basePage, p.User.LastSeenAt).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1481,7 +1481,7 @@ func userView(p *userPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = userPostList(p.Posts).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = userPostList(&p.basePage, p.Posts).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1493,7 +1493,7 @@ func userView(p *userPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = userCommentList(p.Comments).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = userCommentList(&p.basePage, p.Comments).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1554,7 +1554,7 @@ func userView(p *userPage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = timeAgo(s.CreatedAt).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = ago(&p.basePage, s.CreatedAt).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -1562,7 +1562,7 @@ func userView(p *userPage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = timeAgo(s.UpdatedAt).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = ago(&p.basePage, s.UpdatedAt).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -1629,7 +1629,7 @@ func userView(p *userPage) templ.Component {
 	})
 }
 
-func userPostList(posts []*loremnews.Post) templ.Component {
+func userPostList(page *basePage, posts []*loremnews.Post) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1655,7 +1655,7 @@ func userPostList(posts []*loremnews.Post) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = userPostRows(posts).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = userPostRows(page, posts).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1673,7 +1673,7 @@ func userPostList(posts []*loremnews.Post) templ.Component {
 	})
 }
 
-func userCommentList(comments []*loremnews.Comment) templ.Component {
+func userCommentList(page *basePage, comments []*loremnews.Comment) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1699,7 +1699,7 @@ func userCommentList(comments []*loremnews.Comment) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = userCommentRows(comments).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = userCommentRows(page, comments).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1783,7 +1783,7 @@ func userListView(p *userListPage) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if p.ShowsComments {
-			templ_7745c5c3_Err = userCommentList(p.Comments).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = userCommentList(&p.basePage, p.Comments).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1796,7 +1796,7 @@ func userListView(p *userListPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = userPostList(p.Posts).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = userPostList(&p.basePage, p.Posts).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
