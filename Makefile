@@ -30,8 +30,11 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 $(SQLITE_CFLAGS) $(SQLITE_TUNING)
 
 GO ?= go
-DB ?= storage/loremnews.sqlite3
-ADDR ?= 127.0.0.1:3000
+# make run DB=… ADDR=… passes --db and --addr; left unset, serve reads
+# LOREM_DB and LOREM_ADDR from the environment, else its defaults
+# (storage/loremnews.sqlite3, 127.0.0.1:3000), so LOREM_ADDR=… make run works.
+DB ?=
+ADDR ?=
 
 .PHONY: build build-plain generate run test test-deps lint vulncheck audit bench bench-postgres bench-quick clean
 
@@ -43,7 +46,7 @@ build-plain:
 	CGO_CFLAGS="-O2 $(SQLITE_TUNING)" $(GO) build -o bin/loremnews-plain ./cmd/loremnews
 
 run: build
-	bin/loremnews serve --db $(DB) --addr $(ADDR) --seed-if-empty --benchmarking
+	bin/loremnews serve$(if $(DB), --db $(DB))$(if $(ADDR), --addr $(ADDR)) --seed-if-empty --benchmarking
 
 test-deps:
 	scripts/install-test-deps
@@ -89,7 +92,7 @@ vulncheck:
 audit:
 	scripts/audit
 
-# The full experiment (about 16 minutes): every profile, plus split on a binary
+# The full experiment (about 15 minutes): every profile, plus split on a binary
 # without the compile-time options, three 10 s runs each at c=20, then a
 # concurrency sweep 1…256, taking turns (--interleave), then balanced and
 # write_heavy at c=256, then the trivial read (point_read) against the ceiling
@@ -109,6 +112,8 @@ bench-postgres: build
 	bin/loremnews bench --targets sqlite,postgres,postgres-async --sweep --interleave \
 		--scenarios balanced@256,write_heavy@20,write_heavy@256 --out "$$out"
 
+# A short look (about 2 minutes with the build): every setup, 3 runs of 3 s,
+# no sweep. Its report goes to benchmarks/quick/, which git ignores.
 bench-quick: build build-plain
 	bin/loremnews bench --plain-binary bin/loremnews-plain --quick --out benchmarks/quick
 

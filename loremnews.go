@@ -272,13 +272,9 @@ type UserStore interface {
 	CreateUser(ctx context.Context, screenName, passwordDigest string) (*User, error)
 	FindUserByID(ctx context.Context, id int64) (*User, error)
 	FindUserByScreenName(ctx context.Context, screenName string) (*User, error)
-	// UpdateUser changes screen name and about, and the password digest when
-	// passwordDigest is not empty.
-	UpdateUser(ctx context.Context, id int64, screenName, about, passwordDigest string) (*User, error)
-	// ChangePassword sets a new password digest and deletes every session
-	// of the user but keepSessionID (0 keeps none), in one transaction:
-	// a changed password signs out every other browser.
-	ChangePassword(ctx context.Context, id int64, passwordDigest string, keepSessionID int64) error
+	// UpdateProfile saves a profile form in one transaction, all or
+	// nothing (see ProfileChange), and returns the user as saved.
+	UpdateProfile(ctx context.Context, id int64, change ProfileChange) (*User, error)
 	// RehashPassword replaces the user's password digest with newDigest
 	// (the same password hashed at another cost) only if it is still
 	// oldDigest, and reports whether it did: a password changed meanwhile
@@ -297,6 +293,19 @@ type UserStore interface {
 	// deleted meanwhile never shifts the rows of the next page.
 	UserPosts(ctx context.Context, userID, beforeID int64, limit int) ([]*Post, error)
 	UserComments(ctx context.Context, userID, beforeID int64, limit int) ([]*Comment, error)
+}
+
+// ProfileChange is what UpdateProfile writes: the screen name and about
+// text and, when PasswordDigest is not empty, a new password. A new
+// password signs out every session of the user, in the same transaction,
+// and starts NewSession (if given; its ID and times are filled in) for the
+// browser that changed it, so no browser that signed in with the old
+// password outlives the change and the one that changed it stays in.
+type ProfileChange struct {
+	ScreenName     string
+	About          string
+	PasswordDigest string
+	NewSession     *Session
 }
 
 // PostStore reads and writes posts.
@@ -342,7 +351,10 @@ type SessionStore interface {
 	TouchSession(ctx context.Context, s *Session) error
 	// UserSessions lists the user's sessions within limits.
 	UserSessions(ctx context.Context, userID int64, limits SessionLimits) ([]*Session, error)
-	DeleteSession(ctx context.Context, id int64) error
+	// DeleteSession signs out the user's session id: one statement that
+	// matches both, so no one can end another user's session by its id.
+	// ENOTFOUND when the user has no such session.
+	DeleteSession(ctx context.Context, userID, id int64) error
 	// DeleteExpiredSessions deletes every session past limits and says how
 	// many it deleted.
 	DeleteExpiredSessions(ctx context.Context, limits SessionLimits) (int64, error)

@@ -63,8 +63,16 @@ loremnews_postgres_write_retries_total 4
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.writeWait.count() != 10 || c.busyErrors != 3 || c.queueMax != 19 || c.writeWait.sum != 0.5 || c.busyRetries != 4 {
-		t.Fatalf("%+v", c)
+	for _, f := range []struct {
+		field     string
+		got, want float64
+	}{
+		{"write waits", c.writeWait.count(), 10}, {"busy errors", c.busyErrors, 3}, {"queue max", c.queueMax, 19},
+		{"write wait sum", c.writeWait.sum, 0.5}, {"busy retries", c.busyRetries, 4},
+	} {
+		if f.got != f.want {
+			t.Errorf("%s = %v, want %v", f.field, f.got, f.want)
+		}
 	}
 }
 
@@ -123,10 +131,10 @@ func TestReportFormats(t *testing.T) {
 	}
 	for _, want := range []string{
 		"# Lorem News: naive vs split on balanced, c=20, 2 × 10s",
-		"| naive | 1 | 1000 | 25.0 % | 12 (503×12) | 20.0 ms | 15.0 ms | 30.0 ms | 50.0 ms | 70.0 ms | 90.0 ms |",
+		"| naive | 1 | 1000 | 0.12 % | 25.0 % | 12 (503×12) | 20.0 ms | 15.0 ms | 30.0 ms | 50.0 ms | 70.0 ms | 90.0 ms |",
 		"Ceiling: the same binary's POST /benchmarking/ceiling",
-		"|  | **mean** | **1100** | **27.5 %** | **10** |", // mean successful req/s and mean failed, an integer
-		"| split | 500 |", "c=4", "| split | post_show | 20 | 2000 | 50.0 % | 0 |", "Test CPU", "loremnews bench --sweep --plain-binary loremnews-plain",
+		"|  | **mean** | **1100** | **0.09 %** | **27.5 %** | **10** |", // mean successful req/s, the share failed over all runs, mean failed (an integer)
+		"| split | 500 |", "c=4", "| split | post_show | 20 | 2000 | 0 % | 50.0 % | 0 |", "Test CPU", "loremnews bench --sweep --plain-binary loremnews-plain",
 		"level=WARN msg=unavailable db=naive.sqlite3 path=/benchmarking/balanced",
 		"| 1 | 8000 | 6000 | 75.0 % | 0 |", "| 14603 |", "| 5 | 16000 | 10000 | 62.5 % | 0 |", "| 21028 |",
 		"![Successful req/s per setup: balanced at c=20](throughput.svg)", "(latency-split.svg)", "(timeline-throughput.svg)", "(sweep-errors.svg)",
@@ -149,9 +157,19 @@ func TestReportFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Count(h, "<svg") != len(charts) || len(charts) < 10 || strings.Contains(h, "<?xml") || strings.Contains(h, "<script") ||
-		strings.Contains(h, "http://") && !strings.Contains(h, "http://www.w3.org") {
-		t.Errorf("html: %d inlined charts of %d, or external references", strings.Count(h, "<svg"), len(charts))
+	if got := strings.Count(h, "<svg"); got != len(charts) {
+		t.Errorf("html: %d inlined charts, want %d", got, len(charts))
+	}
+	if len(charts) < 10 {
+		t.Errorf("%d charts, want at least 10", len(charts))
+	}
+	for _, unwanted := range []string{"<?xml", "<script"} {
+		if strings.Contains(h, unwanted) {
+			t.Errorf("html contains %s", unwanted)
+		}
+	}
+	if strings.Contains(strings.ReplaceAll(h, "http://www.w3.org", ""), "http://") {
+		t.Errorf("html refers to another site")
 	}
 	var js bytes.Buffer
 	if err := rep.WriteJSON(&js); err != nil {
@@ -161,9 +179,21 @@ func TestReportFormats(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Setups) != 2 || back.Setups[0].Runs[1].SuccessesPerSec != 1200 {
 		t.Fatalf("json round trip: %v", err)
 	}
-	if c := back.Setups[1].Runs[0].Server; c == nil || c.CPUMicrosPerOK != 400 || c.RSSMiB != 40 || back.Setups[0].Runs[0].Server != nil ||
-		!strings.Contains(js.String(), `"cpu_us_per_ok": 400`) {
-		t.Fatalf("json round trip of the server's cost: %+v", c)
+	c := back.Setups[1].Runs[0].Server
+	if c == nil {
+		t.Fatal("json round trip lost the server's cost")
+	}
+	if c.CPUMicrosPerOK != 400 {
+		t.Errorf("json round trip: CPU µs per request = %v, want 400", c.CPUMicrosPerOK)
+	}
+	if c.RSSMiB != 40 {
+		t.Errorf("json round trip: RSS = %v MiB, want 40", c.RSSMiB)
+	}
+	if got := back.Setups[0].Runs[0].Server; got != nil {
+		t.Errorf("json round trip: a run without the server's cost has %+v", got)
+	}
+	if !strings.Contains(js.String(), `"cpu_us_per_ok": 400`) {
+		t.Errorf("json lacks \"cpu_us_per_ok\": 400")
 	}
 	for name, out := range map[string]string{"markdown": md.String(), "html": h, "json": js.String()} {
 		for _, machine := range []string{"/home/someone", "/tmp/loremnews-bench", "/work/checkout"} {
@@ -254,8 +284,20 @@ func TestExecuteEndToEnd(t *testing.T) {
 			t.Fatalf("%v\n%s", err, log.String())
 		}
 		for _, s := range rep.Setups {
-			if s.Error != "" || len(s.Runs) != 1 || s.Runs[0].Requests == 0 || s.Runs[0].Failures != 0 || len(s.Sweep) != 2 || s.WriteWait.Count == 0 {
-				t.Fatalf("%s: error %q, runs %+v, sweep %d, write waits %v\n%s", s.Setup.Name, s.Error, s.Runs, len(s.Sweep), s.WriteWait.Count, log.String())
+			if s.Error != "" || len(s.Runs) != 1 {
+				t.Fatalf("%s: error %q, %d runs, want 1\n%s", s.Setup.Name, s.Error, len(s.Runs), log.String())
+			}
+			if s.Runs[0].Requests == 0 {
+				t.Errorf("%s: no requests", s.Setup.Name)
+			}
+			if s.Runs[0].Failures != 0 {
+				t.Errorf("%s: %d failed, want 0\n%s", s.Setup.Name, s.Runs[0].Failures, log.String())
+			}
+			if len(s.Sweep) != 2 {
+				t.Errorf("%s: %d sweep levels, want 2", s.Setup.Name, len(s.Sweep))
+			}
+			if s.WriteWait.Count == 0 {
+				t.Errorf("%s: no write waits scraped", s.Setup.Name)
 			}
 			if c := s.Runs[0].Server; c == nil || c.CPUMicrosPerOK <= 0 || c.RSSMiB <= 0 {
 				t.Errorf("%s: server cost %+v", s.Setup.Name, c)
@@ -265,9 +307,13 @@ func TestExecuteEndToEnd(t *testing.T) {
 			t.Fatalf("PostgreSQL info %+v", rep.Postgres)
 		}
 		var md bytes.Buffer
-		if err := rep.WriteMarkdown(&md); err != nil || !strings.Contains(md.String(), "## PostgreSQL server") || !strings.Contains(md.String(), "| shared_buffers |") ||
-			!strings.Contains(md.String(), "the PostgreSQL server's own CPU and memory are not included") {
-			t.Fatalf("markdown lacks the PostgreSQL settings:\n%s", md.String())
+		if err := rep.WriteMarkdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"## PostgreSQL server", "| shared_buffers |", "the PostgreSQL server's own CPU and memory are not included"} {
+			if !strings.Contains(md.String(), want) {
+				t.Errorf("markdown lacks %q:\n%s", want, md.String())
+			}
 		}
 	})
 }
@@ -281,15 +327,37 @@ func checkExecute(t *testing.T, cfg Config, log *bytes.Buffer) {
 		if s.Error != "" {
 			t.Fatalf("%s: %s\n%s", s.Setup.Name, s.Error, log.String())
 		}
-		if len(s.Runs) != 1 || s.Runs[0].Requests == 0 || len(s.Sweep) != 2 || len(s.Scenarios) != 1 || s.Scenarios[0].Action != "post_show" {
-			t.Fatalf("%s: runs %+v sweep %d", s.Setup.Name, s.Runs, len(s.Sweep))
+		if len(s.Runs) != 1 || len(s.Scenarios) != 1 {
+			t.Fatalf("%s: %d runs and %d scenarios, want 1 and 1", s.Setup.Name, len(s.Runs), len(s.Scenarios))
+		}
+		if s.Runs[0].Requests == 0 {
+			t.Errorf("%s: no requests", s.Setup.Name)
+		}
+		if len(s.Sweep) != 2 {
+			t.Errorf("%s: %d sweep levels, want 2", s.Setup.Name, len(s.Sweep))
+		}
+		if got := s.Scenarios[0].Action; got != "post_show" {
+			t.Errorf("%s: scenario %q, want post_show", s.Setup.Name, got)
 		}
 		if s.WriteWait.Count == 0 {
 			t.Errorf("%s: no write waits scraped", s.Setup.Name)
 		}
 		for _, r := range append(append(slices.Clone(s.Runs), s.Sweep...), s.Scenarios...) {
-			if c := r.Server; c == nil || c.CPUSeconds <= 0 || c.CPUMicrosPerOK <= 0 || c.RSSMiB <= 0 || c.PeakRSSMiB < c.RSSMiB {
-				t.Errorf("%s: %s@%d: server cost %+v, want CPU and memory", s.Setup.Name, r.Action, r.Concurrency, c)
+			c := r.Server
+			if c == nil {
+				t.Errorf("%s: %s@%d: no server cost", s.Setup.Name, r.Action, r.Concurrency)
+				continue
+			}
+			for _, f := range []struct {
+				field string
+				ok    bool
+			}{
+				{"CPU seconds > 0", c.CPUSeconds > 0}, {"CPU µs per request > 0", c.CPUMicrosPerOK > 0},
+				{"RSS > 0", c.RSSMiB > 0}, {"peak RSS ≥ RSS", c.PeakRSSMiB >= c.RSSMiB},
+			} {
+				if !f.ok {
+					t.Errorf("%s: %s@%d: want %s, server cost %+v", s.Setup.Name, r.Action, r.Concurrency, f.field, c)
+				}
 			}
 		}
 		if !strings.HasPrefix(s.SQLite, "3.") {
@@ -320,8 +388,17 @@ func TestReadReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := ReadReport(filepath.Join(dir, "results.json"))
-	if err != nil || len(rep.Setups) != 2 || rep.Config.Duration != 10*time.Second || rep.Ceiling == nil {
-		t.Fatalf("read back %+v, %v", rep, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Setups) != 2 {
+		t.Errorf("read back %d setups, want 2", len(rep.Setups))
+	}
+	if rep.Config.Duration != 10*time.Second {
+		t.Errorf("read back duration %s, want 10s", rep.Config.Duration)
+	}
+	if rep.Ceiling == nil {
+		t.Errorf("read back no ceiling")
 	}
 	var md bytes.Buffer
 	rep.WriteMarkdown(&md)
@@ -339,7 +416,7 @@ func TestReadReport(t *testing.T) {
 	}
 	md.Reset()
 	rep.WriteMarkdown(&md)
-	if strings.Contains(md.String(), "server CPU/req") || !strings.Contains(md.String(), "| split | 1 | 800 | 20.0 % | 0 | 20.0 ms | 15.0 ms | 30.0 ms | 50.0 ms | 70.0 ms | 90.0 ms |\n") {
+	if strings.Contains(md.String(), "server CPU/req") || !strings.Contains(md.String(), "| split | 1 | 800 | 0 % | 20.0 % | 0 | 20.0 ms | 15.0 ms | 30.0 ms | 50.0 ms | 70.0 ms | 90.0 ms |\n") {
 		t.Fatalf("results without the server's cost:\n%s", md.String())
 	}
 	if _, err := ReadReport(filepath.Join(dir, "missing.json")); !errors.Is(err, fs.ErrNotExist) {
@@ -363,5 +440,59 @@ func TestRunWithoutSuccessHasNoLatency(t *testing.T) {
 	}
 	if run.OKPerSec() != 0 || failed != 100 {
 		t.Errorf("successful req/s %v, failed %v", run.OKPerSec(), failed)
+	}
+}
+
+// TestResultsJSONKeepsWhatTheReportReads: results.json leaves out what no
+// table or chart reads, and the report rendered from it is the report
+// rendered from the full results, byte for byte, charts included.
+func TestResultsJSONKeepsWhatTheReportReads(t *testing.T) {
+	full := sampleReport()
+	for _, s := range full.Setups {
+		for _, runs := range [][]RunResult{s.Runs, s.Sweep, s.Scenarios} {
+			for i := range runs {
+				runs[i].Histogram = []load.BucketValue{{UpperSeconds: 0.01, Count: 1000}}
+			}
+		}
+	}
+	var js bytes.Buffer
+	if err := full.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{`"histogram"`} {
+		if strings.Contains(js.String(), gone) {
+			t.Errorf("results.json keeps %s", gone)
+		}
+	}
+	if n := strings.Count(js.String(), `"log_histogram"`); n != 4 {
+		t.Errorf("results.json has %d log histograms, want the 4 main runs'", n)
+	}
+	path := filepath.Join(t.TempDir(), "results.json")
+	if err := os.WriteFile(path, js.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read, err := ReadReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(r *Report) string {
+		var b bytes.Buffer
+		if err := r.WriteMarkdown(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteHTML(&b); err != nil {
+			t.Fatal(err)
+		}
+		charts, err := r.charts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range charts {
+			b.Write(c.SVG)
+		}
+		return b.String()
+	}
+	if render(read) != render(full) {
+		t.Error("the report rendered from results.json differs from the one rendered from the full results")
 	}
 }

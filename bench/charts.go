@@ -43,12 +43,75 @@ func (r *Report) WriteCharts(dir string) error {
 }
 
 // Chart sizes: wide enough for a legend beside the plot, small enough to
-// read on a laptop without scrolling.
+// read on a laptop without scrolling. chartFrame is what a chart's title
+// and x axis (its ticks, labels and label) take of its height.
 const (
 	chartWidth  = 8 * vg.Inch
 	chartHeight = 3.6 * vg.Inch
 	smallHeight = 2.6 * vg.Inch
+	chartFrame  = 0.9 * vg.Inch
 )
+
+// setupColors are the setups' colours, in the order of the report's
+// setups, the same in every chart: hues at least 25° apart, so that no
+// two setups read as the same colour (the ninth setup on reuses them,
+// with the line's dashes to tell it apart).
+var setupColors = []color.RGBA{
+	{0xd6, 0x27, 0x28, 0xff}, // red
+	{0xff, 0x7f, 0x0e, 0xff}, // orange
+	{0xa8, 0xa8, 0x10, 0xff}, // olive
+	{0x2c, 0xa0, 0x2c, 0xff}, // green
+	{0x0f, 0x9d, 0x8a, 0xff}, // teal
+	{0x1f, 0x5f, 0xd4, 0xff}, // blue
+	{0x94, 0x67, 0xbd, 0xff}, // purple
+	{0xe3, 0x77, 0xc2, 0xff}, // pink
+}
+
+// legendGrey draws a legend's marks that stand for every setup's.
+var legendGrey = color.Gray{Y: 90}
+
+// setupColor is the colour of the report's i-th setup.
+func setupColor(i int) color.Color { return setupColors[i%len(setupColors)] }
+
+// setupLineStyle is the line of the report's i-th setup: its colour, and
+// dashes that tell the lines apart where colour cannot (in print, or for
+// a reader who does not see the difference).
+func setupLineStyle(i int) draw.LineStyle {
+	return draw.LineStyle{Color: setupColor(i), Width: vg.Points(1.2), Dashes: plotutil.Dashes(i)}
+}
+
+// setupLine is one setup's line in a chart: i is the setup's place in the
+// report, which picks its colour whichever setups the chart leaves out.
+type setupLine struct {
+	i    int
+	name string
+	pts  plotter.XYs
+}
+
+// addSetupLines adds each setup's line (and with points, a marker at each
+// point) in the setup's own style, with a legend entry.
+func addSetupLines(p *plot.Plot, lines []setupLine, points bool) error {
+	for _, sl := range lines {
+		l, err := plotter.NewLine(sl.pts)
+		if err != nil {
+			return err
+		}
+		l.LineStyle = setupLineStyle(sl.i)
+		p.Add(l)
+		if !points {
+			p.Legend.Add(sl.name, l)
+			continue
+		}
+		sc, err := plotter.NewScatter(sl.pts)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: setupColor(sl.i), Radius: vg.Points(2.5), Shape: plotutil.Shape(sl.i)}
+		p.Add(sc)
+		p.Legend.Add(sl.name, l, sc)
+	}
+	return nil
+}
 
 func (r *Report) charts() ([]chart, error) {
 	var out []chart
@@ -119,8 +182,9 @@ func (r *Report) charts() ([]chart, error) {
 func (r *Report) mainRunsChart(file, title, xlabel string, value func(RunResult) float64, onlyIfAny bool) (chart, error) {
 	var names []string
 	var pts spreadPoints
+	var colors []color.Color
 	any := false
-	for _, s := range r.Setups {
+	for i, s := range r.Setups {
 		if len(s.Runs) == 0 {
 			continue
 		}
@@ -132,6 +196,7 @@ func (r *Report) mainRunsChart(file, title, xlabel string, value func(RunResult)
 		any = any || hi > 0
 		pts = append(pts, spreadPoint{mean: sum / float64(len(s.Runs)), row: float64(len(names)), lo: lo, hi: hi})
 		names = append(names, s.Setup.Name)
+		colors = append(colors, setupColor(i))
 	}
 	if len(pts) == 0 || onlyIfAny && !any {
 		return chart{}, nil
@@ -145,24 +210,41 @@ func (r *Report) mainRunsChart(file, title, xlabel string, value func(RunResult)
 		reversed[len(names)-1-i] = n
 	}
 	p := newPlot(title, xlabel, "")
-	sc, err := plotter.NewScatter(pts)
-	if err != nil {
-		return chart{}, err
-	}
-	sc.GlyphStyle.Shape = draw.CircleGlyph{}
-	sc.GlyphStyle.Radius = vg.Points(3.5)
-	p.Add(sc)
-	p.Legend.Add("mean", sc)
-	if r.Config.Runs > 1 {
-		bars, err := plotter.NewXErrorBars(pts)
+	// A point and a bar per setup, in the setup's colour in every chart.
+	for i := range pts {
+		sc, err := plotter.NewScatter(pts[i : i+1])
 		if err != nil {
 			return chart{}, err
 		}
-		bars.CapWidth = vg.Points(8)
-		p.Add(bars)
-		p.Legend.Add(fmt.Sprintf("min–max of %d runs", r.Config.Runs), barThumbnail(bars.LineStyle))
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		sc.GlyphStyle.Radius = vg.Points(3.5)
+		sc.GlyphStyle.Color = colors[i]
+		p.Add(sc)
+		if r.Config.Runs > 1 {
+			bars, err := plotter.NewXErrorBars(pts[i : i+1])
+			if err != nil {
+				return chart{}, err
+			}
+			bars.CapWidth = vg.Points(8)
+			bars.LineStyle.Color = colors[i]
+			p.Add(bars)
+		}
+	}
+	// The legend explains the marks in grey: the colours are the setups'.
+	p.Legend.Add("mean", glyphThumbnail(draw.GlyphStyle{Shape: draw.CircleGlyph{}, Radius: vg.Points(3.5), Color: legendGrey}))
+	if r.Config.Runs > 1 {
+		p.Legend.Add(fmt.Sprintf("min–max of %d runs", r.Config.Runs), barThumbnail(draw.LineStyle{Color: legendGrey, Width: vg.Points(1)}))
 	}
 	p.NominalY(reversed...)
+	// A browser may draw the names in a wider font than gonum measured
+	// them in, and they are right-aligned by their measured width, so a
+	// wider name runs to the right: keep a quarter of the longest name
+	// free between the names and a point at zero.
+	var longest vg.Length
+	for _, n := range names {
+		longest = max(longest, p.Y.Tick.Label.Width(n))
+	}
+	p.Y.Padding = max(p.Y.Padding, longest/4+vg.Points(4))
 	p.Y.Min, p.Y.Max = -0.6, float64(len(names))-0.4
 	p.X.Min = 0
 	if p.X.Max <= 0 {
@@ -174,6 +256,13 @@ func (r *Report) mainRunsChart(file, title, xlabel string, value func(RunResult)
 	svg, err := render(p, height)
 	return chart{File: file, Title: title, SVG: svg,
 		Note: fmt.Sprintf("Each point is the mean of a setup's %d main runs of %s; the bar spans the lowest and the highest run.", r.Config.Runs, r.Config.Duration)}, err
+}
+
+// glyphThumbnail shows a marker in a legend.
+type glyphThumbnail draw.GlyphStyle
+
+func (g glyphThumbnail) Thumbnail(c *draw.Canvas) {
+	c.DrawGlyph(draw.GlyphStyle(g), c.Center())
 }
 
 // barThumbnail shows an error bar in a legend: a short horizontal line.
@@ -204,9 +293,9 @@ type timelinePoint = load.TimelinePoint
 // were in flight when it closed) are left out: they are not a full second.
 func (r *Report) timelineChart(file, title, ylabel string, value func(timelinePoint) (float64, bool), onlyIfAny bool) (chart, error) {
 	window := int(math.Max(1, math.Round(r.Config.Duration.Seconds())))
-	var lines []any
+	var lines []setupLine
 	any := false
-	for _, s := range r.Setups {
+	for si, s := range r.Setups {
 		var pts plotter.XYs
 		for i, run := range s.Runs {
 			for _, tp := range run.Timeline {
@@ -220,14 +309,14 @@ func (r *Report) timelineChart(file, title, ylabel string, value func(timelinePo
 			}
 		}
 		if len(pts) > 0 {
-			lines = append(lines, s.Setup.Name, pts)
+			lines = append(lines, setupLine{si, s.Setup.Name, pts})
 		}
 	}
 	if len(lines) == 0 || onlyIfAny && !any {
 		return chart{}, nil
 	}
 	p := newPlot(title, "seconds into the main runs", ylabel)
-	if err := plotutil.AddLines(p, lines...); err != nil {
+	if err := addSetupLines(p, lines, false); err != nil {
 		return chart{}, err
 	}
 	for i := 1; i < r.Config.Runs; i++ {
@@ -255,9 +344,9 @@ func (x runBoundary) Plot(c draw.Canvas, p *plot.Plot) {
 
 // sweepChart draws one value per concurrency level, a line per setup.
 func (r *Report) sweepChart(file, title, ylabel string, value func(RunResult) float64, onlyIfAny bool) (chart, error) {
-	var lines []any
+	var lines []setupLine
 	any := false
-	for _, s := range r.Setups {
+	for si, s := range r.Setups {
 		var pts plotter.XYs
 		for _, run := range s.Sweep {
 			if v := value(run); !math.IsNaN(v) {
@@ -266,14 +355,14 @@ func (r *Report) sweepChart(file, title, ylabel string, value func(RunResult) fl
 			}
 		}
 		if len(pts) > 0 {
-			lines = append(lines, s.Setup.Name, pts)
+			lines = append(lines, setupLine{si, s.Setup.Name, pts})
 		}
 	}
 	if len(lines) == 0 || onlyIfAny && !any {
 		return chart{}, nil
 	}
 	p := newPlot(title, "concurrent connections", ylabel)
-	if err := plotutil.AddLinePoints(p, lines...); err != nil {
+	if err := addSetupLines(p, lines, true); err != nil {
 		return chart{}, err
 	}
 	levels := r.Config.Sweep
@@ -345,10 +434,10 @@ func latencyPlot(title string, xmin, xmax, ymax float64) *plot.Plot {
 
 // latencyAllChart draws every setup's latency distribution on one chart.
 func (r *Report) latencyAllChart() (chart, error) {
-	var lines []any
-	for _, s := range r.Setups {
+	var lines []setupLine
+	for i, s := range r.Setups {
 		if pts := latencyPoints(s); pts != nil {
-			lines = append(lines, s.Setup.Name, pts)
+			lines = append(lines, setupLine{i, s.Setup.Name, pts})
 		}
 	}
 	if len(lines) == 0 {
@@ -357,7 +446,7 @@ func (r *Report) latencyAllChart() (chart, error) {
 	xmin, xmax, ymax := r.latencyAxes()
 	title := fmt.Sprintf("Latency distribution of successful requests: %s at c=%d", r.Config.Action, r.Config.Concurrency)
 	p := latencyPlot(title, xmin, xmax, ymax)
-	if err := plotutil.AddLines(p, lines...); err != nil {
+	if err := addSetupLines(p, lines, false); err != nil {
 		return chart{}, err
 	}
 	svg, err := render(p, chartHeight)
@@ -382,7 +471,7 @@ func (r *Report) latencySetupCharts() ([]chart, error) {
 		if err != nil {
 			return nil, err
 		}
-		l.Color = plotutil.Color(i)
+		l.LineStyle = setupLineStyle(i)
 		p.Add(l)
 		svg, err := render(p, smallHeight)
 		if err != nil {
@@ -427,6 +516,13 @@ func fromZero(p *plot.Plot) {
 // render draws p as SVG with its legend to the right of the plot, where it
 // covers no data.
 func render(p *plot.Plot, height vg.Length) ([]byte, error) {
+	// The y label runs along the plot's height; drawn in a browser's
+	// fallback font, about a quarter wider than measured (DejaVu Sans
+	// against Liberation Serif), it must still fit beside the title and the
+	// x axis, or its ends are cut.
+	if l := p.Y.Label; l.Text != "" {
+		height = max(height, l.TextStyle.Width(l.Text)*1.3+chartFrame)
+	}
 	c := vgsvg.New(chartWidth, height)
 	dc := draw.New(c)
 	legend := p.Legend

@@ -44,10 +44,12 @@ var htmlReport = template.Must(template.New("report").Parse(`<!doctype html>
 <title>{{.Title}}</title>
 <style>
 body { font: 15px/1.5 system-ui, sans-serif; color: #1d1d1f; max-width: 64rem; margin: 2rem auto; padding: 0 1rem; }
+/* The tables may be wider than the text: at 1280 px every one fits. */
+.scroll { width: min(100vw - 2rem, 78rem); position: relative; left: 50%; transform: translateX(-50%); }
 h1 { font-size: 1.5rem; } h2 { font-size: 1.15rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; }
-.scroll { overflow-x: auto; max-width: 100%; }
-table { border-collapse: collapse; font-size: .85rem; margin: .5rem 0 1rem; }
-th, td { padding: .25rem .55rem; border-bottom: 1px solid #e5e5e5; text-align: right; white-space: nowrap; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; font-size: .8rem; margin: .5rem 0 1rem; }
+th, td { padding: .25rem .4rem; border-bottom: 1px solid #e5e5e5; text-align: right; white-space: nowrap; }
 th { white-space: normal; vertical-align: bottom; }
 th:first-child, td:first-child { text-align: left; }
 tr.summary td { font-weight: 700; border-bottom: 2px solid #bbb; }

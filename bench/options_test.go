@@ -19,9 +19,23 @@ func TestParseSetups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(setups) != 3 || setups[0].Profile != "naive" || !strings.Contains(setups[0].Note, "step 00") || setups[1].Name != "split" ||
-		!setups[2].Postgres || setups[2].Profile != "" || setups[2].Binary != "/bin/loremnews" {
-		t.Errorf("%+v", setups)
+	if len(setups) != 3 {
+		t.Fatalf("%d setups, want 3: %+v", len(setups), setups)
+	}
+	for _, f := range []struct {
+		field     string
+		got, want any
+	}{
+		{"setup 0's profile", setups[0].Profile, "naive"},
+		{"setup 0's note names step 00", strings.Contains(setups[0].Note, "step 00"), true},
+		{"setup 1's name", setups[1].Name, "split"},
+		{"setup 2 on PostgreSQL", setups[2].Postgres, true},
+		{"setup 2's profile", setups[2].Profile, ""},
+		{"setup 2's binary", setups[2].Binary, "/bin/loremnews"},
+	} {
+		if f.got != f.want {
+			t.Errorf("%s = %v, want %v", f.field, f.got, f.want)
+		}
 	}
 	if _, err := ParseSetups("split,turbo", "x"); err == nil || !strings.Contains(err.Error(), `unknown setup "turbo" in --setups (want some of naive,`) {
 		t.Errorf("unknown profile: %v", err)
@@ -33,9 +47,20 @@ func TestParseTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(setups) != 3 || setups[0].Profile != "split" || setups[0].Postgres || !setups[1].Postgres ||
-		!slices.Equal(setups[2].ServeArgs, []string{"--pg-synchronous-commit", "off"}) {
-		t.Errorf("%+v", setups)
+	if len(setups) != 3 {
+		t.Fatalf("%d setups, want 3: %+v", len(setups), setups)
+	}
+	if setups[0].Profile != "split" {
+		t.Errorf("sqlite's profile = %q, want split", setups[0].Profile)
+	}
+	if setups[0].Postgres {
+		t.Errorf("sqlite runs on PostgreSQL")
+	}
+	if !setups[1].Postgres {
+		t.Errorf("postgres does not run on PostgreSQL")
+	}
+	if got, want := setups[2].ServeArgs, []string{"--pg-synchronous-commit", "off"}; !slices.Equal(got, want) {
+		t.Errorf("postgres-async's serve args = %q, want %q", got, want)
 	}
 	if _, err := ParseTargets("sqlite,mysql", "bin"); err == nil || !strings.Contains(err.Error(), `unknown target "mysql"`) {
 		t.Errorf("unknown target: %v", err)
@@ -53,9 +78,22 @@ func TestCompareAndPlainSetups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(others) != 1 || others[0].Name != "before" || others[0].Binary != old || others[0].Profile != "split" ||
-		!slices.Equal(others[0].ServeArgs, first.ServeArgs) || !strings.Contains(others[0].Note, "loremnews-old") {
-		t.Errorf("%+v", others)
+	if len(others) != 1 {
+		t.Fatalf("%d setups, want 1: %+v", len(others), others)
+	}
+	for _, f := range []struct {
+		field     string
+		got, want any
+	}{
+		{"name", others[0].Name, "before"},
+		{"binary", others[0].Binary, old},
+		{"profile", others[0].Profile, "split"},
+		{"serve args as the first's", slices.Equal(others[0].ServeArgs, first.ServeArgs), true},
+		{"note names the binary", strings.Contains(others[0].Note, "loremnews-old"), true},
+	} {
+		if f.got != f.want {
+			t.Errorf("compared setup's %s = %v, want %v", f.field, f.got, f.want)
+		}
 	}
 	for list, want := range map[string]string{
 		"before":                        `bad --compare entry "before": want NAME=PATH`,
@@ -67,8 +105,17 @@ func TestCompareAndPlainSetups(t *testing.T) {
 		}
 	}
 	plain, err := PlainSetup(old)
-	if err != nil || plain.Name != "split-plain" || plain.Profile != "split" || !filepath.IsAbs(plain.Binary) {
-		t.Errorf("%+v, %v", plain, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Name != "split-plain" {
+		t.Errorf("plain setup's name = %q, want split-plain", plain.Name)
+	}
+	if plain.Profile != "split" {
+		t.Errorf("plain setup's profile = %q, want split", plain.Profile)
+	}
+	if !filepath.IsAbs(plain.Binary) {
+		t.Errorf("plain setup's binary %q is not absolute", plain.Binary)
 	}
 	if _, err := PlainSetup(filepath.Join(dir, "no")); err == nil || !strings.HasPrefix(err.Error(), "--plain-binary: ") {
 		t.Errorf("missing plain binary: %v", err)

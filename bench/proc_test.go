@@ -79,8 +79,15 @@ func TestProcSelf(t *testing.T) {
 
 func TestServerCost(t *testing.T) {
 	c := serverCost(2*time.Second, 2500*time.Millisecond, 46080, 53248, 1000)
-	if c.CPUSeconds != 0.5 || c.CPUMicrosPerOK != 500 || c.RSSMiB != 45 || c.PeakRSSMiB != 52 {
-		t.Errorf("%+v", c)
+	for _, f := range []struct {
+		field     string
+		got, want float64
+	}{
+		{"CPU seconds", c.CPUSeconds, 0.5}, {"CPU µs per request", c.CPUMicrosPerOK, 500}, {"RSS MiB", c.RSSMiB, 45}, {"peak RSS MiB", c.PeakRSSMiB, 52},
+	} {
+		if f.got != f.want {
+			t.Errorf("%s = %v, want %v", f.field, f.got, f.want)
+		}
 	}
 	if got := (RunResult{Server: c}).progress(); !strings.HasSuffix(got, "; server 500 µs CPU/req, 45.0 MiB RSS") {
 		t.Errorf("progress line %q", got)

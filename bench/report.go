@@ -94,10 +94,11 @@ func (r *Report) Title() string {
 	return fmt.Sprintf("Lorem News: %s on %s, c=%d, %d × %s", strings.Join(names, " vs "), c.Action, c.Concurrency, c.Runs, c.Duration)
 }
 
-// intro is the report's opening paragraphs (plain text, no markup).
+// intro is the report's opening paragraphs (plain text, no markup): what
+// the run showed, then when, where and how it ran.
 func (r *Report) intro() []string {
 	c, m := r.Config, r.Machine
-	return []string{
+	return append(r.summary(),
 		fmt.Sprintf("Run %s → %s (%s).", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.UTC().Format("15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second)),
 		fmt.Sprintf("Machine: %d cores (%s), %d GiB, %s, kernel %s; %s; SQLite %s. The load generator (loremnews load, inside the bench process) and the servers share these cores, so compare setups within this report, as ratios.",
 			m.Cores, m.CPU, m.MemoryGiB, m.OS, m.Kernel, m.Go, m.SQLite),
@@ -105,7 +106,7 @@ func (r *Report) intro() []string {
 			c.Users, c.Posts, c.Seed, c.Runs, c.Action, c.Concurrency, c.Duration),
 		"Throughput counts successful requests only (a 2xx at the end of the redirects); failed requests (error statuses such as 503, and connection errors) are counted apart, and latencies are those of successful requests.",
 		order(c),
-	}
+	)
 }
 
 func (r *Report) tables() (out []table) {
@@ -125,7 +126,9 @@ func (r *Report) tables() (out []table) {
 		}
 		return []string{fmtMicros(cpuPerOK), fmtMiB(rss)}
 	}
-	results := table{Title: "Results", Head: costHead("setup", "run", "successful req/s", "% of ceiling", "failed", "avg", "p50", "p90", "p99", "p99.9", "slowest")}
+	// "% failed" stands next to the successful req/s, so that no one takes a
+	// failing setup's successful req/s for a win.
+	results := table{Title: "Results", Head: costHead("setup", "run", "successful req/s", "% failed", "% of ceiling", "failed", "avg", "p50", "p90", "p99", "p99.9", "slowest")}
 	if r.Ceiling != nil {
 		results.Note = fmt.Sprintf("Ceiling: the same binary's POST /benchmarking/ceiling (no database, no template), same generator and concurrency, in this run: %.0f req/s, p50 %s, p99 %s.",
 			r.Ceiling.OKPerSec(), fmtSeconds(r.Ceiling.Percentile(50)), fmtSeconds(r.Ceiling.Percentile(99)))
@@ -143,7 +146,7 @@ func (r *Report) tables() (out []table) {
 			if i == 0 {
 				name = s.Setup.Name
 			}
-			cells := []string{name, fmt.Sprint(i + 1), fmt.Sprintf("%.0f", run.OKPerSec()), r.ofCeiling(run.OKPerSec()), statusSummary(run)}
+			cells := []string{name, fmt.Sprint(i + 1), fmt.Sprintf("%.0f", run.OKPerSec()), fmtShare(run.ErrorRate()), r.ofCeiling(run.OKPerSec()), statusSummary(run)}
 			for _, col := range runColumns {
 				cells = append(cells, fmtSeconds(col.value(run)))
 			}
@@ -151,7 +154,7 @@ func (r *Report) tables() (out []table) {
 			results.Rows = append(results.Rows, tableRow{Cells: cells})
 		}
 		rps, lat, nonOK := meanRun(s.Runs)
-		cells := []string{"", "mean", fmt.Sprintf("%.0f", rps), r.ofCeiling(rps), fmt.Sprintf("%.0f", nonOK)}
+		cells := []string{"", "mean", fmt.Sprintf("%.0f", rps), fmtShare(statOf(s.Setup.Name, s.Runs).failShare), r.ofCeiling(rps), fmt.Sprintf("%.0f", nonOK)}
 		for _, v := range lat {
 			cells = append(cells, fmtSeconds(v))
 		}
@@ -179,7 +182,7 @@ func (r *Report) tables() (out []table) {
 	if len(c.Scenarios) > 0 {
 		sc := table{Title: "Scenarios", Note: fmt.Sprintf("One run of %s each, each on a freshly seeded database and server. post_destroy and comment_destroy stop after "+
 			"deleting half the seeded posts (or comments), so the table never runs out.", c.Duration),
-			Head: costHead("setup", "action", "c", "successful req/s", "% of ceiling", "failed", "p50", "p99", "p99.9", "slowest")}
+			Head: costHead("setup", "action", "c", "successful req/s", "% failed", "% of ceiling", "failed", "p50", "p99", "p99.9", "slowest")}
 		if withCost {
 			sc.Note += " " + r.costNote()
 		}
@@ -190,7 +193,7 @@ func (r *Report) tables() (out []table) {
 					name = s.Setup.Name
 				}
 				sc.Rows = append(sc.Rows, tableRow{Cells: append([]string{name, run.Action, fmt.Sprint(run.Concurrency), fmt.Sprintf("%.0f", run.OKPerSec()),
-					r.ofCeiling(run.OKPerSec()), statusSummary(run), fmtSeconds(run.Percentile(50)), fmtSeconds(run.Percentile(99)), fmtSeconds(run.Percentile(99.9)),
+					fmtShare(run.ErrorRate()), r.ofCeiling(run.OKPerSec()), statusSummary(run), fmtSeconds(run.Percentile(50)), fmtSeconds(run.Percentile(99)), fmtSeconds(run.Percentile(99.9)),
 					fmtSeconds(orNaN(run.measured(), run.Slowest))}, costCells(run.CPUPerOK(), run.RSS())...)})
 			}
 		}
@@ -402,7 +405,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		p("- %s\n", line)
 		if logs := r.Setups[i].ServerLog; len(logs) > 0 {
 			p("  - last server warnings:\n\n    ```\n")
-			for _, l := range logs {
+			for _, l := range collapseLog(logs) {
 				p("    %s\n", scrubPaths(truncateLine(l, 240)))
 			}
 			p("    ```\n")
@@ -438,11 +441,86 @@ func statusSummary(r RunResult) string {
 	return fmt.Sprintf("%d (%s)", r.Failures, strings.Join(parts, ", "))
 }
 
+// collapseLog prints each distinct log line once, in the order first seen,
+// with the number of times it came when more than once ("20× level=WARN
+// …"). Lines differ only by their time, which is left out of the
+// comparison and of a repeated line.
+func collapseLog(lines []string) []string {
+	var order []string
+	count := map[string]int{}
+	for _, l := range lines {
+		key := l
+		if rest, ok := strings.CutPrefix(l, "time="); ok {
+			if _, after, ok := strings.Cut(rest, " "); ok {
+				key = after
+			}
+		}
+		if count[key] == 0 {
+			order = append(order, key)
+		}
+		count[key]++
+	}
+	out := make([]string, 0, len(order))
+	for _, key := range order {
+		if n := count[key]; n > 1 {
+			out = append(out, fmt.Sprintf("%d× %s", n, key))
+			continue
+		}
+		out = append(out, key)
+	}
+	return out
+}
+
 func truncateLine(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// trimmed is r as results.json keeps it, the same report to render and
+// no more. No table or chart reads a run's linear histogram, and only the
+// main runs are drawn as latency distributions and second by second: the
+// sweep's levels, the scenarios, the ceiling and the point reads keep
+// their figures without their log histogram and timeline.
+func (r *Report) trimmed() *Report {
+	slim := func(run RunResult, drawn bool) RunResult {
+		run.Histogram = nil
+		if !drawn {
+			run.LogHistogram, run.Timeline = nil, nil
+		}
+		return run
+	}
+	slimAll := func(runs []RunResult, drawn bool) []RunResult {
+		if runs == nil {
+			return nil
+		}
+		out := make([]RunResult, len(runs))
+		for i, run := range runs {
+			out[i] = slim(run, drawn)
+		}
+		return out
+	}
+	t := *r
+	if r.Ceiling != nil {
+		c := slim(*r.Ceiling, false)
+		t.Ceiling = &c
+	}
+	t.Setups = make([]*SetupResult, len(r.Setups))
+	for i, s := range r.Setups {
+		c := *s
+		c.Runs, c.Sweep, c.Scenarios = slimAll(s.Runs, true), slimAll(s.Sweep, false), slimAll(s.Scenarios, false)
+		t.Setups[i] = &c
+	}
+	if r.PointRead != nil {
+		pr := *r.PointRead
+		pr.Levels = make([]PointReadLevel, len(r.PointRead.Levels))
+		for i, l := range r.PointRead.Levels {
+			pr.Levels[i] = PointReadLevel{Concurrency: l.Concurrency, Ceiling: slim(l.Ceiling, false), Read: slim(l.Read, false)}
+		}
+		t.PointRead = &pr
+	}
+	return &t
 }
 
 // ReadReport reads the raw results a run wrote (results.json), so the
@@ -459,9 +537,11 @@ func ReadReport(path string) (*Report, error) {
 	return &r, nil
 }
 
-// WriteJSON writes the raw results, absolute paths reduced to file names.
+// WriteJSON writes the raw results, absolute paths reduced to file names,
+// kept to what the report and its charts read (see trimmed): they are
+// committed with every make bench, and nothing else reads them.
 func (r *Report) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := json.MarshalIndent(r.trimmed(), "", "  ")
 	if err != nil {
 		return err
 	}

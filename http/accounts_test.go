@@ -156,7 +156,7 @@ func testDeviceCookieBelongsToTheAccount(t *testing.T, be backend) {
 	t.Run("RenameKeepsTheBrowserKnown", func(t *testing.T) {
 		laptop := newBrowser("198.51.100.3")
 		signInOut(laptop, users[1].ScreenName, seed.Password)
-		if _, err := site.db.UpdateUser(ctx, users[1].ID, "new_name_1", "", ""); err != nil {
+		if _, err := site.db.UpdateProfile(ctx, users[1].ID, loremnews.ProfileChange{ScreenName: "new_name_1"}); err != nil {
 			t.Fatal(err)
 		}
 		lockAccount(t, site, "new_name_1", 3)
@@ -166,7 +166,7 @@ func testDeviceCookieBelongsToTheAccount(t *testing.T, be backend) {
 		laptop := newBrowser("198.51.100.4")
 		signInOut(laptop, users[2].ScreenName, seed.Password)
 		digest, _ := bcrypt.GenerateFromPassword([]byte("a new password"), 4)
-		if err := site.db.ChangePassword(ctx, users[2].ID, string(digest), 0); err != nil {
+		if _, err := site.db.UpdateProfile(ctx, users[2].ID, loremnews.ProfileChange{ScreenName: users[2].ScreenName, About: users[2].About, PasswordDigest: string(digest)}); err != nil {
 			t.Fatal(err)
 		}
 		lockAccount(t, site, users[2].ScreenName, 3)

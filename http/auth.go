@@ -120,7 +120,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	h.rehash(r, u, password)
 	if old := state(r).session; old != nil {
 		// Signing in again replaces this browser's session, whoever it was.
-		if err := h.store.DeleteSession(r.Context(), old.ID); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
+		if err := h.store.DeleteSession(r.Context(), old.UserID, old.ID); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
 			fail(err)
 			return
 		}
@@ -320,7 +320,7 @@ func (h *Handler) signUp(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) signOut(w http.ResponseWriter, r *http.Request) {
-	if err := h.store.DeleteSession(r.Context(), state(r).session.ID); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
+	if err := h.store.DeleteSession(r.Context(), state(r).session.UserID, state(r).session.ID); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
 		h.renderError(w, r, err)
 		return
 	}

@@ -84,6 +84,14 @@ func (h *Handler) benchmark(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// benchMethodNotAllowed answers a benchmarking URL asked with a method
+// other than POST: 405, with the Allow header and a line that says what to
+// send.
+func benchMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", http.MethodPost)
+	http.Error(w, "405 method not allowed: the benchmarking endpoints take POST (loremnews load -m POST, hey -m POST)", http.StatusMethodNotAllowed)
+}
+
 // publishedHeaders are the only request headers post_create writes into
 // its post, a public page. An allow-list, because a block-list cannot know
 // every header a proxy, identity provider or client adds (Cf-Access-Jwt-
@@ -112,7 +120,7 @@ func (h *Handler) benchPostCreate(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, fmt.Sprintf("/posts/%d", p.ID), http.StatusSeeOther)
+	http.Redirect(w, r, sitePath(postsBase, p.ID, ""), http.StatusSeeOther)
 	return nil
 }
 
@@ -121,7 +129,7 @@ func (h *Handler) benchCommentCreate(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, fmt.Sprintf("/posts/%d", c.PostID), http.StatusSeeOther)
+	http.Redirect(w, r, sitePath(postsBase, c.PostID, ""), http.StatusSeeOther)
 	return nil
 }
 
@@ -138,7 +146,7 @@ func (h *Handler) benchCommentDestroy(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, fmt.Sprintf("/posts/%d", postID), http.StatusSeeOther)
+	http.Redirect(w, r, sitePath(postsBase, postID, ""), http.StatusSeeOther)
 	return nil
 }
 

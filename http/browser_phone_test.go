@@ -184,9 +184,28 @@ func testBrowserPhone(t *testing.T, be backend) {
 	}
 	fits("user-comments-2")
 
+	// Two more browsers of the account, from the longest addresses there
+	// are: each must stay on one line.
+	me, err := site.db.FindUserByScreenName(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, addr := range []string{"2001:0db8:85a3:0000:0000:8a2e:0370:7334", "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255"} {
+		if err := site.db.CreateSession(ctx, &loremnews.Session{UserID: me.ID, TokenDigest: []byte(fmt.Sprint("phone-", i)), IPAddress: addr,
+			UserAgent: "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	step("own page", chromedp.Click("header.site nav a.me"), chromedp.WaitVisible("#sessions"))
 	if got := text("table.sessions td"); !strings.Contains(got, " on ") {
 		t.Fatalf("the session's browser is %q", got)
+	}
+	// A range over a cell's text has one rectangle per line it takes.
+	if got := eval(`[...document.querySelectorAll('table.sessions td.ip')].map(td => {
+		const r = document.createRange(); r.selectNodeContents(td);
+		return r.getClientRects().length === 1 ? '' : td.textContent + ' takes ' + r.getClientRects().length + ' lines';
+	}).filter(Boolean).join('; ') || (document.querySelectorAll('table.sessions td.ip').length === 3 ? 'ok' : 'not 3 addresses')`); got != "ok" {
+		t.Errorf("the sessions' addresses at 390 px: %s", got)
 	}
 	fits("own-page")
 

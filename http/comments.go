@@ -1,7 +1,6 @@
 package http
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/loremnews/loremnews"
@@ -44,7 +43,8 @@ func (h *Handler) createComment(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, err)
 		return
 	}
-	http.Redirect(w, r, fmt.Sprintf("/posts/%d#comment-%d", postID, c.ID), http.StatusSeeOther)
+	h.setFlash(w, "comment-created")
+	http.Redirect(w, r, sitePath(postsBase, postID, commentTail(c.ID)), http.StatusSeeOther)
 }
 
 // ownComment loads the comment named in the path and checks the reader wrote it.
@@ -92,7 +92,8 @@ func (h *Handler) updateComment(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, err)
 		return
 	}
-	http.Redirect(w, r, fmt.Sprintf("/posts/%d#comment-%d", c.PostID, c.ID), http.StatusSeeOther)
+	h.setFlash(w, "comment-saved")
+	http.Redirect(w, r, sitePath(postsBase, c.PostID, commentTail(c.ID)), http.StatusSeeOther)
 }
 
 func (h *Handler) confirmDeleteComment(w http.ResponseWriter, r *http.Request) {
@@ -103,8 +104,8 @@ func (h *Handler) confirmDeleteComment(w http.ResponseWriter, r *http.Request) {
 	}
 	h.render(w, r, http.StatusOK, &confirmPage{basePage: basePage{Title: "Delete comment"},
 		Question: "Delete this comment on “" + c.Post.Title + "”?", Detail: c.Body,
-		Action: fmt.Sprintf("/comments/%d/delete", c.ID), Button: "Delete comment",
-		Cancel: fmt.Sprintf("/posts/%d#comment-%d", c.PostID, c.ID)})
+		Action: sitePath(commentsBase, c.ID, "/delete"), Button: "Delete comment",
+		Cancel: sitePath(postsBase, c.PostID, commentTail(c.ID))})
 }
 
 func (h *Handler) deleteComment(w http.ResponseWriter, r *http.Request) {
@@ -118,5 +119,5 @@ func (h *Handler) deleteComment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.setFlash(w, "comment-deleted")
-	http.Redirect(w, r, fmt.Sprintf("/posts/%d#comments", c.PostID), http.StatusSeeOther)
+	http.Redirect(w, r, sitePath(postsBase, c.PostID, "#comments"), http.StatusSeeOther)
 }

@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/loremnews/loremnews"
 )
@@ -12,16 +13,16 @@ import (
 // templates alone, without the database or the network.
 
 func RenderUserPage(w io.Writer, u *loremnews.User, posts []*loremnews.Post, comments []*loremnews.Comment) error {
-	p := &userPage{basePage: basePage{Title: u.ScreenName}, User: u, Posts: posts, Comments: comments}
+	p := &userPage{basePage: basePage{Title: u.ScreenName, now: time.Now()}, User: u, Posts: posts, Comments: comments}
 	return layout(&p.basePage, p.view()).Render(context.Background(), w)
 }
 
 func RenderPostPage(w io.Writer, post *loremnews.Post, comments []*loremnews.Comment) error {
-	p := &postPage{basePage: basePage{Title: post.Title}, Post: post, Comments: comments}
+	p := &postPage{basePage: basePage{Title: post.Title, now: time.Now()}, Post: post, Comments: comments}
 	return layout(&p.basePage, p.view()).Render(context.Background(), w)
 }
 
 func RenderIndexPage(w io.Writer, posts []*loremnews.Post) error {
-	p := &indexPage{Heading: "Posts", Posts: posts}
+	p := &indexPage{basePage: basePage{now: time.Now()}, Heading: "Posts", Posts: posts}
 	return layout(&p.basePage, p.view()).Render(context.Background(), w)
 }

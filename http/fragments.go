@@ -3,96 +3,82 @@ package http
 import (
 	"context"
 	"io"
-	"iter"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/loremnews/loremnews"
 )
 
-// Small components for what every row of a listing repeats, written by hand
-// so the hot loops of the pages allocate little. templ compiles each
-// { expr } to fmt.Sprint(expr) followed by an escaping copy, and each call
-// of a templ component to a closure and a context value: tens of
-// allocations per row of the index. Written this way, the listings render
-// faster with far fewer allocations; the figures are in
-// benchmarks/perf/README.md (attempt 17a), measured with
+// The small pieces every row of a listing repeats, and the long lists
+// themselves, are written by hand so the hot loops of the pages allocate
+// little. templ compiles each { expr } to fmt.Sprint(expr) followed by an
+// escaping copy, and each call of a templ component to a closure and a
+// context value: tens of allocations per row of the index. Written this
+// way, the listings render faster with far fewer allocations; the figures
+// are in benchmarks/perf/README.md (attempts 17a, 32, 34), measured with
 // go test -bench Render ./http/.
-// Each type's Render escapes exactly as templ's { expr } does in text
-// (html.EscapeString: & < > ' "), or writes only characters that need no
-// escaping, as said beside it.
+//
+// Every piece is one method of builder, and nothing else writes HTML here.
+// A template uses a piece as a fragment (text, ago, plural, author,
+// paragraphsOf, and the row lists), a one-line closure over the method.
 
-// text is a string written as HTML text, escaped.
-type text string
+// markup is HTML of this package's own: constants such as `<li id="post-`
+// or " · ". An untyped string constant becomes a markup by itself; a
+// string variable, such as a user's title or name, does not, so adding one
+// as markup does not compile unless it is converted, markup(s), in plain
+// sight.
+type markup string
 
-// Render writes s escaped, in runs between the characters to escape.
-func (s text) Render(_ context.Context, w io.Writer) error { return writeEscaped(w, string(s)) }
+// builder builds a fragment of HTML. Its only way to take a string from
+// the user is text, which escapes it as templ's { expr } does in text
+// (html.EscapeString: & < > ' "); everything else it adds is markup, a
+// number, one of our paths, or a date it formats itself.
+type builder struct{ b []byte }
 
-// space and middot are the separators between a row's parts.
-const (
-	space  = text(" ")
-	middot = text(" · ")
-)
+// markup adds m as it is.
+func (h *builder) markup(m markup) { h.b = append(h.b, m...) }
+
+// text adds s escaped, in runs between the characters to escape.
+func (h *builder) text(s string) {
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if esc := escapes[s[i]]; esc != "" {
+			h.b = append(h.b, s[last:i]...)
+			h.b = append(h.b, esc...)
+			last = i + 1
+		}
+	}
+	h.b = append(h.b, s[last:]...)
+}
 
 // escapes maps each byte that HTML text must escape to its entity; a
 // table lookup per byte is what keeps the loop over long comment bodies
 // cheap.
 var escapes = [256]string{'&': "&amp;", '<': "&lt;", '>': "&gt;", '\'': "&#39;", '"': "&#34;"}
 
-func writeEscaped(w io.Writer, s string) error {
-	last := 0
-	for i := 0; i < len(s); i++ {
-		esc := escapes[s[i]]
-		if esc == "" {
-			continue
-		}
-		if _, err := io.WriteString(w, s[last:i]); err != nil {
-			return err
-		}
-		if _, err := io.WriteString(w, esc); err != nil {
-			return err
-		}
-		last = i + 1
-	}
-	_, err := io.WriteString(w, s[last:])
-	return err
+// int adds n in decimal.
+func (h *builder) int(n int64) { h.b = strconv.AppendInt(h.b, n, 10) }
+
+// path adds one of the site's paths (paths.go): our bases and tails and a
+// number, nothing of the user's.
+func (h *builder) path(base string, id int64, tail string) {
+	h.b = appendSitePath(h.b, base, id, tail)
 }
 
-// appendEscaped appends s escaped, as writeEscaped writes it.
-func appendEscaped(b []byte, s string) []byte {
-	last := 0
-	for i := 0; i < len(s); i++ {
-		if esc := escapes[s[i]]; esc != "" {
-			b = append(b, s[last:i]...)
-			b = append(b, esc...)
-			last = i + 1
-		}
-	}
-	return append(b, s[last:]...)
-}
-
-// timeAgo is <time datetime="2026-11-23T16:00:00Z" title="23 Nov 2026
-// 16:00 UTC">3 hours ago</time>: the age to read, the date on hover. All
-// parts are digits, ASCII letters, spaces and "-:+", so nothing in them
-// needs escaping.
-type timeAgo time.Time
-
-func (t timeAgo) Render(_ context.Context, w io.Writer) error {
-	var buf [128]byte
-	_, err := w.Write(appendTimeAgo(buf[:0], time.Time(t)))
-	return err
-}
-
-func appendTimeAgo(b []byte, t time.Time) []byte {
+// timeAgo adds <time datetime="2026-11-23T16:00:00Z" title="23 Nov 2026
+// 16:00 UTC">3 hours ago</time>: the age at now to read, the date on
+// hover. now is the handler's clock, read once per page (basePage.now).
+func (h *builder) timeAgo(now, t time.Time) {
 	u := t.UTC()
-	b = append(b, `<time datetime="`...)
-	b = u.AppendFormat(b, time.RFC3339)
-	b = append(b, `" title="`...)
-	b = appendDate(b, u)
-	b = append(b, `">`...)
-	b = appendAgo(b, time.Since(t))
-	return append(b, `</time>`...)
+	h.markup(`<time datetime="`)
+	h.b = u.AppendFormat(h.b, time.RFC3339)
+	h.markup(`" title="`)
+	h.b = appendDate(h.b, u)
+	h.markup(`">`)
+	h.b = appendAgo(h.b, now.Sub(t))
+	h.markup(`</time>`)
 }
 
 // appendDate appends u (in UTC) as "23 Nov 2026 16:00 UTC": what
@@ -113,7 +99,7 @@ func appendDate(b []byte, u time.Time) []byte {
 	return append(b, " UTC"...)
 }
 
-// appendAgo says how long ago t was, the way people say it: "3 hours ago".
+// appendAgo says how long ago d was, the way people say it: "3 hours ago".
 func appendAgo(b []byte, d time.Duration) []byte {
 	var n time.Duration
 	var unit string
@@ -140,211 +126,199 @@ func appendAgo(b []byte, d time.Duration) []byte {
 	return append(b, " ago"...)
 }
 
-// count is "1 comment" or "12 comments": digits and the caller's fixed words.
-type count struct {
-	n         int
-	one, many string
-}
-
-func plural(n int, one, many string) count { return count{n, one, many} }
-
-func (c count) append(b []byte) []byte {
-	b = strconv.AppendInt(b, int64(c.n), 10)
-	b = append(b, ' ')
-	if c.n == 1 {
-		return append(b, c.one...)
+// plural adds "1 comment" or "12 comments".
+func (h *builder) plural(n int, one, many markup) {
+	h.int(int64(n))
+	h.markup(" ")
+	if n == 1 {
+		h.markup(one)
+	} else {
+		h.markup(many)
 	}
-	return append(b, c.many...)
 }
 
-func (c count) String() string { return string(c.append(nil)) }
+// author adds a link to u, or "you" for the reader's own things.
+func (h *builder) author(page *basePage, u *loremnews.User) {
+	if page.Owns(u.ID) {
+		h.markup("you")
+		return
+	}
+	h.markup(`<a href="`)
+	h.path(usersBase, u.ID, "")
+	h.markup(`">`)
+	h.text(u.ScreenName)
+	h.markup("</a>")
+}
 
-func (c count) Render(_ context.Context, w io.Writer) error {
-	var buf [48]byte
-	_, err := w.Write(c.append(buf[:0]))
+// paragraphs adds s as paragraphs: split on blank lines, each trimmed,
+// empty ones dropped; single newlines stay within a paragraph.
+func (h *builder) paragraphs(s string) {
+	for p := range strings.SplitSeq(strings.ReplaceAll(s, "\r\n", "\n"), "\n\n") {
+		if p = strings.TrimSpace(p); p != "" {
+			h.markup("<p>")
+			h.text(p)
+			h.markup("</p>")
+		}
+	}
+}
+
+// titleLink adds a post's title linking to the post.
+func (h *builder) titleLink(p *loremnews.Post) {
+	h.markup(`<a class="title" href="`)
+	h.path(postsBase, p.ID, "")
+	h.markup(`">`)
+	h.text(p.Title)
+	h.markup(`</a>`)
+}
+
+// fragment is a piece of a page as the templates use it: a templ
+// component that runs a builder and writes what it built.
+type fragment func(*builder)
+
+// builders are reused across fragments and pages. One grown past
+// maxPooledBuilder (a long post's paragraphs) is left to the collector
+// rather than kept.
+var builders = sync.Pool{New: func() any { return &builder{b: make([]byte, 0, 1024)} }}
+
+const maxPooledBuilder = 64 << 10
+
+// Render builds the fragment and writes it.
+func (f fragment) Render(_ context.Context, w io.Writer) error {
+	h := builders.Get().(*builder)
+	h.b = h.b[:0]
+	f(h)
+	_, err := w.Write(h.b)
+	if cap(h.b) <= maxPooledBuilder {
+		builders.Put(h)
+	}
 	return err
 }
 
-// authorLink links to a user, or says "you" for the reader's own things.
-type authorLink struct {
-	b *basePage
-	u *loremnews.User
+// String is the fragment's HTML, for a handler that puts it in a field.
+func (f fragment) String() string {
+	var h builder
+	f(&h)
+	return string(h.b)
 }
 
-func author(b *basePage, u *loremnews.User) authorLink { return authorLink{b, u} }
+// The pieces as fragments, for the templates.
 
-func (a authorLink) Render(_ context.Context, w io.Writer) error {
-	var buf [128]byte
-	_, err := w.Write(a.append(buf[:0]))
-	return err
+var (
+	space  fragment = func(h *builder) { h.markup(" ") }
+	middot fragment = func(h *builder) { h.markup(" · ") }
+)
+
+func text(s string) fragment { return func(h *builder) { h.text(s) } }
+
+func ago(page *basePage, t time.Time) fragment { return func(h *builder) { h.timeAgo(page.now, t) } }
+
+func plural(n int, one, many markup) fragment { return func(h *builder) { h.plural(n, one, many) } }
+
+func author(page *basePage, u *loremnews.User) fragment {
+	return func(h *builder) { h.author(page, u) }
 }
 
-func (a authorLink) append(b []byte) []byte {
-	if a.b.Owns(a.u.ID) {
-		return append(b, "you"...)
-	}
-	b = append(b, `<a href="/users/`...)
-	b = strconv.AppendInt(b, a.u.ID, 10)
-	b = append(b, `">`...)
-	b = appendEscaped(b, a.u.ScreenName)
-	return append(b, "</a>"...)
-}
-
-// paragraphsOf writes text as paragraphs: split on blank lines, each
-// trimmed, empty ones dropped; single newlines stay within a paragraph.
-type paragraphsOf string
-
-func (s paragraphsOf) Render(_ context.Context, w io.Writer) error {
-	for p := range paragraphs(string(s)) {
-		if _, err := io.WriteString(w, "<p>"); err != nil {
-			return err
-		}
-		if err := writeEscaped(w, p); err != nil {
-			return err
-		}
-		if _, err := io.WriteString(w, "</p>"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// appendParagraphs appends s as paragraphsOf writes it.
-func appendParagraphs(b []byte, s string) []byte {
-	for p := range paragraphs(s) {
-		b = append(b, "<p>"...)
-		b = appendEscaped(b, p)
-		b = append(b, "</p>"...)
-	}
-	return b
-}
-
-// paragraphs yields the paragraphs of s: split on blank lines, each
-// trimmed, empty ones dropped.
-func paragraphs(s string) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		for p := range strings.SplitSeq(strings.ReplaceAll(s, "\r\n", "\n"), "\n\n") {
-			if p = strings.TrimSpace(p); p != "" && !yield(p) {
-				return
-			}
-		}
-	}
-}
+func paragraphsOf(s string) fragment { return func(h *builder) { h.paragraphs(s) } }
 
 // The four long lists of the site, a row per post or comment (a hundred
-// on the index): each is one component that builds a row in a buffer it
-// reuses and writes it whole, so a row costs no allocation of its own.
-// The markup is what the templates wrote for these rows, byte for byte
-// (TestRowLists); the gain is in the performance log (attempts 32, 34).
+// on the index): each writes its rows one at a time from one builder, so
+// a row costs no allocation of its own and the builder holds one row, not
+// the list. The markup is what the templates wrote for these rows, byte
+// for byte (TestRowLists).
 
-// writeRows writes each row as appendRow builds it, in one buffer reused
-// for the whole list.
-func writeRows[T any](w io.Writer, rows []T, appendRow func([]byte, T) []byte) error {
-	buf := make([]byte, 0, 1024)
-	for _, row := range rows {
-		buf = appendRow(buf[:0], row)
-		if _, err := w.Write(buf); err != nil {
+// rowList is a list of items written as row builds each.
+type rowList[T any] struct {
+	items []T
+	row   func(*builder, T)
+}
+
+func rows[T any](items []T, row func(*builder, T)) rowList[T] { return rowList[T]{items, row} }
+
+// Render builds and writes the rows one at a time.
+func (l rowList[T]) Render(_ context.Context, w io.Writer) error {
+	h := builders.Get().(*builder)
+	defer builders.Put(h)
+	for _, item := range l.items {
+		h.b = h.b[:0]
+		l.row(h, item)
+		if _, err := w.Write(h.b); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// appendTitleLink appends a post's title linking to the post.
-func appendTitleLink(b []byte, p *loremnews.Post) []byte {
-	b = append(b, `<a class="title" href="/posts/`...)
-	b = strconv.AppendInt(b, p.ID, 10)
-	b = append(b, `">`...)
-	b = appendEscaped(b, p.Title)
-	return append(b, `</a>`...)
 }
 
 // postRows are the index's rows: title, author, age and comment count.
-type postRows struct {
-	b     *basePage
-	posts []*loremnews.Post
-}
-
-func (r postRows) Render(_ context.Context, w io.Writer) error {
-	return writeRows(w, r.posts, func(b []byte, p *loremnews.Post) []byte {
-		b = append(b, `<li id="post-`...)
-		b = strconv.AppendInt(b, p.ID, 10)
-		b = append(b, `">`...)
-		b = appendTitleLink(b, p)
-		b = append(b, `<div class="meta">by `...)
-		b = author(r.b, p.Author).append(b)
-		b = append(b, ` · `...)
-		b = appendTimeAgo(b, p.CreatedAt)
-		b = append(b, ` · <a href="/posts/`...)
-		b = strconv.AppendInt(b, p.ID, 10)
-		b = append(b, `#comments">`...)
-		b = plural(p.CommentsCount, "comment", "comments").append(b)
-		return append(b, `</a></div></li>`...)
+func postRows(page *basePage, posts []*loremnews.Post) rowList[*loremnews.Post] {
+	return rows(posts, func(h *builder, p *loremnews.Post) {
+		h.markup(`<li id="post-`)
+		h.int(p.ID)
+		h.markup(`">`)
+		h.titleLink(p)
+		h.markup(`<div class="meta">by `)
+		h.author(page, p.Author)
+		h.markup(` · `)
+		h.timeAgo(page.now, p.CreatedAt)
+		h.markup(` · <a href="`)
+		h.path(postsBase, p.ID, "#comments")
+		h.markup(`">`)
+		h.plural(p.CommentsCount, "comment", "comments")
+		h.markup(`</a></div></li>`)
 	})
 }
 
 // userPostRows are a user's posts on their page: title, age, comment count.
-type userPostRows []*loremnews.Post
-
-func (r userPostRows) Render(_ context.Context, w io.Writer) error {
-	return writeRows(w, r, func(b []byte, p *loremnews.Post) []byte {
-		b = append(b, `<li>`...)
-		b = appendTitleLink(b, p)
-		b = append(b, `<div class="meta">`...)
-		b = appendTimeAgo(b, p.CreatedAt)
-		b = append(b, ` · `...)
-		b = plural(p.CommentsCount, "comment", "comments").append(b)
-		return append(b, `</div></li>`...)
+func userPostRows(page *basePage, posts []*loremnews.Post) rowList[*loremnews.Post] {
+	return rows(posts, func(h *builder, p *loremnews.Post) {
+		h.markup(`<li>`)
+		h.titleLink(p)
+		h.markup(`<div class="meta">`)
+		h.timeAgo(page.now, p.CreatedAt)
+		h.markup(` · `)
+		h.plural(p.CommentsCount, "comment", "comments")
+		h.markup(`</div></li>`)
 	})
 }
 
 // userCommentRows are a user's comments on their page: the post each is
 // on (linked to the comment), its age, its paragraphs.
-type userCommentRows []*loremnews.Comment
-
-func (r userCommentRows) Render(_ context.Context, w io.Writer) error {
-	return writeRows(w, r, func(b []byte, c *loremnews.Comment) []byte {
-		b = append(b, `<li id="comment-`...)
-		b = strconv.AppendInt(b, c.ID, 10)
-		b = append(b, `"><div class="meta">on <a href="/posts/`...)
-		b = strconv.AppendInt(b, c.PostID, 10)
-		b = append(b, `#comment-`...)
-		b = strconv.AppendInt(b, c.ID, 10)
-		b = append(b, `">`...)
-		b = appendEscaped(b, c.Post.Title)
-		b = append(b, `</a> · `...)
-		b = appendTimeAgo(b, c.CreatedAt)
-		b = append(b, `</div><div class="body">`...)
-		b = appendParagraphs(b, c.Body)
-		return append(b, `</div></li>`...)
+func userCommentRows(page *basePage, comments []*loremnews.Comment) rowList[*loremnews.Comment] {
+	return rows(comments, func(h *builder, c *loremnews.Comment) {
+		h.markup(`<li id="comment-`)
+		h.int(c.ID)
+		h.markup(`"><div class="meta">on <a href="`)
+		h.path(postsBase, c.PostID, "#comment-") // commentTail(c.ID), without its allocation
+		h.int(c.ID)
+		h.markup(`">`)
+		h.text(c.Post.Title)
+		h.markup(`</a> · `)
+		h.timeAgo(page.now, c.CreatedAt)
+		h.markup(`</div><div class="body">`)
+		h.paragraphs(c.Body)
+		h.markup(`</div></li>`)
 	})
 }
 
 // postCommentRows are a post's comments on its page: author, age, the
 // reader's own edit and delete links, the paragraphs.
-type postCommentRows struct {
-	b        *basePage
-	comments []*loremnews.Comment
-}
-
-func (r postCommentRows) Render(_ context.Context, w io.Writer) error {
-	return writeRows(w, r.comments, func(b []byte, c *loremnews.Comment) []byte {
-		b = append(b, `<li id="comment-`...)
-		b = strconv.AppendInt(b, c.ID, 10)
-		b = append(b, `"><div class="meta">`...)
-		b = author(r.b, c.Author).append(b)
-		b = append(b, ` · `...)
-		b = appendTimeAgo(b, c.CreatedAt)
-		if r.b.Owns(c.UserID) {
+func postCommentRows(page *basePage, comments []*loremnews.Comment) rowList[*loremnews.Comment] {
+	return rows(comments, func(h *builder, c *loremnews.Comment) {
+		h.markup(`<li id="comment-`)
+		h.int(c.ID)
+		h.markup(`"><div class="meta">`)
+		h.author(page, c.Author)
+		h.markup(` · `)
+		h.timeAgo(page.now, c.CreatedAt)
+		if page.Owns(c.UserID) {
 			// Two spaces before each link, as the template wrote them.
-			b = append(b, ` ·  <a href="/comments/`...)
-			b = strconv.AppendInt(b, c.ID, 10)
-			b = append(b, `/edit">Edit</a> ·  <a class="danger" href="/comments/`...)
-			b = strconv.AppendInt(b, c.ID, 10)
-			b = append(b, `/delete">Delete</a>`...)
+			h.markup(` ·  <a href="`)
+			h.path(commentsBase, c.ID, "/edit")
+			h.markup(`">Edit</a> ·  <a class="danger" href="`)
+			h.path(commentsBase, c.ID, "/delete")
+			h.markup(`">Delete</a>`)
 		}
-		b = append(b, `</div><div class="body">`...)
-		b = appendParagraphs(b, c.Body)
-		return append(b, `</div></li>`...)
+		h.markup(`</div><div class="body">`)
+		h.paragraphs(c.Body)
+		h.markup(`</div></li>`)
 	})
 }

@@ -2,9 +2,13 @@ package http
 
 import (
 	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"html"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,19 +35,26 @@ func TestFragments(t *testing.T) {
 		}
 	}
 
-	now := time.Now()
+	// The page's clock, injected: each age is counted from it, so every
+	// boundary is tested exactly, on both sides.
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	page := &basePage{now: now}
+	const day = 24 * time.Hour
 	for _, tc := range []struct {
 		ago  time.Duration
 		want string
 	}{
-		{0, "just now"}, {59 * time.Second, "just now"}, {61 * time.Second, "1 minute ago"}, {5 * time.Minute, "5 minutes ago"},
-		{61 * time.Minute, "1 hour ago"}, {23 * time.Hour, "23 hours ago"}, {25 * time.Hour, "1 day ago"}, {29 * 24 * time.Hour, "29 days ago"},
-		{31 * 24 * time.Hour, "1 month ago"}, {200 * 24 * time.Hour, "6 months ago"}, {366 * 24 * time.Hour, "1 year ago"}, {800 * 24 * time.Hour, "2 years ago"},
+		{-time.Hour, "just now"}, {0, "just now"}, {time.Minute - time.Nanosecond, "just now"},
+		{time.Minute, "1 minute ago"}, {2 * time.Minute, "2 minutes ago"}, {time.Hour - time.Nanosecond, "59 minutes ago"},
+		{time.Hour, "1 hour ago"}, {day - time.Nanosecond, "23 hours ago"},
+		{day, "1 day ago"}, {30*day - time.Nanosecond, "29 days ago"},
+		{30 * day, "1 month ago"}, {365*day - time.Nanosecond, "12 months ago"},
+		{365 * day, "1 year ago"}, {2 * 365 * day, "2 years ago"},
 	} {
-		at := now.Add(-tc.ago - time.Millisecond)
+		at := now.Add(-tc.ago)
 		want := `<time datetime="` + at.UTC().Format(time.RFC3339) + `" title="` + at.UTC().Format("2 Jan 2006 15:04") + ` UTC">` + tc.want + `</time>`
-		if got := write(func(w *strings.Builder) error { return timeAgo(at).Render(context.Background(), w) }); got != want {
-			t.Errorf("timeAgo(now-%v) = %q, want %q", tc.ago, got, want)
+		if got := write(func(w *strings.Builder) error { return ago(page, at).Render(context.Background(), w) }); got != want {
+			t.Errorf("ago(now-%v) = %q, want %q", tc.ago, got, want)
 		}
 	}
 
@@ -63,14 +74,14 @@ func TestFragments(t *testing.T) {
 
 	me := &loremnews.User{ID: 7, ScreenName: "me"}
 	other := &loremnews.User{ID: 8, ScreenName: `<b>"o'"</b>`}
-	page := &basePage{CurrentUser: me}
+	mine := &basePage{CurrentUser: me}
 	for _, tc := range []struct {
 		b    *basePage
 		u    *loremnews.User
 		want string
 	}{
-		{page, me, "you"},
-		{page, other, `<a href="/users/8">&lt;b&gt;&#34;o&#39;&#34;&lt;/b&gt;</a>`},
+		{mine, me, "you"},
+		{mine, other, `<a href="/users/8">&lt;b&gt;&#34;o&#39;&#34;&lt;/b&gt;</a>`},
 		{&basePage{}, me, `<a href="/users/7">me</a>`},
 	} {
 		if got := write(func(w *strings.Builder) error { return author(tc.b, tc.u).Render(context.Background(), w) }); got != tc.want {
@@ -105,7 +116,9 @@ func TestAppendDate(t *testing.T) {
 // for byte: escaped titles and names, the reader's own name as "you", the
 // count's singular, a comment's paragraphs.
 func TestRowLists(t *testing.T) {
-	at := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	at := now.Add(-3 * time.Hour)
+	page := &basePage{now: now}
 	tm := `<time datetime="` + at.UTC().Format(time.RFC3339) + `" title="` + at.UTC().Format("2 Jan 2006 15:04 MST") + `">3 hours ago</time>`
 	odd := &loremnews.User{ID: 2, ScreenName: `b<o>b & "co"`}
 	post := &loremnews.Post{ID: 101, UserID: 2, Author: odd, Title: `<script>alert('x')</script>`, CommentsCount: 1, CreatedAt: at}
@@ -124,25 +137,53 @@ func TestRowLists(t *testing.T) {
 		got  string
 		want string
 	}{
-		{"index row", render(postRows{&basePage{}, []*loremnews.Post{post}}),
+		{"index row", render(postRows(page, []*loremnews.Post{post})),
 			`<li id="post-101"><a class="title" href="/posts/101">` + title + `</a><div class="meta">by <a href="/users/2">b&lt;o&gt;b &amp; &#34;co&#34;</a> · ` + tm + ` · <a href="/posts/101#comments">1 comment</a></div></li>`},
-		{"index row, the reader's own", render(postRows{&basePage{CurrentUser: odd}, []*loremnews.Post{post}}),
+		{"index row, the reader's own", render(postRows(&basePage{CurrentUser: odd, now: now}, []*loremnews.Post{post})),
 			`<li id="post-101"><a class="title" href="/posts/101">` + title + `</a><div class="meta">by you · ` + tm + ` · <a href="/posts/101#comments">1 comment</a></div></li>`},
-		{"user's post row", render(userPostRows{post, {ID: 7, Title: "a&b", CommentsCount: 2, CreatedAt: at}}),
+		{"user's post row", render(userPostRows(page, []*loremnews.Post{post, {ID: 7, Title: "a&b", CommentsCount: 2, CreatedAt: at}})),
 			`<li><a class="title" href="/posts/101">` + title + `</a><div class="meta">` + tm + ` · 1 comment</div></li>` +
 				`<li><a class="title" href="/posts/7">a&amp;b</a><div class="meta">` + tm + ` · 2 comments</div></li>`},
-		{"user's comment row", render(userCommentRows{{ID: 9, PostID: 101, Post: post, Body: "One <b>.\r\n\r\n  \n\nTwo & three\nsame", CreatedAt: at}}),
+		{"user's comment row", render(userCommentRows(page, []*loremnews.Comment{{ID: 9, PostID: 101, Post: post, Body: "One <b>.\r\n\r\n  \n\nTwo & three\nsame", CreatedAt: at}})),
 			`<li id="comment-9"><div class="meta">on <a href="/posts/101#comment-9">` + title + `</a> · ` + tm + `</div><div class="body"><p>One &lt;b&gt;.</p><p>Two &amp; three` + "\n" + `same</p></div></li>`},
-		{"post's comment rows, the reader's own with its links", render(postCommentRows{&basePage{CurrentUser: odd}, []*loremnews.Comment{
+		{"post's comment rows, the reader's own with its links", render(postCommentRows(&basePage{CurrentUser: odd, now: now}, []*loremnews.Comment{
 			{ID: 9, UserID: 2, Author: odd, Body: "Mine", CreatedAt: at},
 			{ID: 8, UserID: 1, Author: &loremnews.User{ID: 1, ScreenName: "al"}, Body: "Theirs", CreatedAt: at},
-		}}),
+		})),
 			`<li id="comment-9"><div class="meta">you · ` + tm + ` ·  <a href="/comments/9/edit">Edit</a> ·  <a class="danger" href="/comments/9/delete">Delete</a></div><div class="body"><p>Mine</p></div></li>` +
 				`<li id="comment-8"><div class="meta"><a href="/users/1">al</a> · ` + tm + `</div><div class="body"><p>Theirs</p></div></li>`},
-		{"no rows", render(userCommentRows(nil)), ``},
+		{"no rows", render(userCommentRows(page, nil)), ``},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, tc.got, tc.want)
 		}
+	}
+}
+
+// TestNoUserTextAsMarkup: the builder takes a string variable as markup
+// only through an explicit conversion, markup(s), and this package's code
+// has none: every string of the user's goes through text, escaped.
+func TestNoUserTextAsMarkup(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "markup" {
+					t.Errorf("%s: a conversion to markup: escape the string with text instead", fset.Position(call.Pos()))
+				}
+			}
+			return true
+		})
 	}
 }

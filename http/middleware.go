@@ -2,11 +2,13 @@ package http
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"time"
@@ -187,4 +189,130 @@ func pathID(r *http.Request) (int64, error) {
 		return 0, notFound("No such page.")
 	}
 	return id, nil
+}
+
+// loopbackOnly serves next only to clients on this machine that came
+// straight here: the peer is a loopback address that is not one of the
+// trusted proxies, and the request carries no forwarding header (a reverse
+// proxy on the same machine adds one, or is trusted). Others get 404, as
+// if the route did not exist.
+func (h *Handler) loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		peer := peerAddr(r)
+		if !peer.IsLoopback() || h.trusted(peer) || r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" || r.Header.Get("X-Real-Ip") != "" {
+			http.NotFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sameOrigin refuses requests a browser marks as cross-origin.
+func (h *Handler) sameOrigin(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h.origin.Check(r); err != nil {
+			h.renderError(w, r, forbidden("Cross-origin requests are not allowed."))
+			return
+		}
+		next(w, r)
+	})
+}
+
+// withSession finds the signed-in user from the session cookie (a session
+// past its idle limit or lifetime is not found) and works out the CSRF
+// token this browser's forms must carry.
+func (h *Handler) withSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := &requestState{flashCookieName: h.cookieName(flashCookie)}
+		if c, err := r.Cookie(h.cookieName(sessionCookie)); err == nil && c.Value != "" {
+			s, u, err := h.store.FindSessionByTokenDigest(r.Context(), tokenDigest(c.Value), h.sessionLimits)
+			switch loremnews.ErrorCode(err) {
+			case "":
+				st.user, st.session = u, s
+				if h.now().Sub(s.UpdatedAt) > touchEvery {
+					if err := h.store.TouchSession(r.Context(), s); err != nil {
+						h.log.Warn("touch session", "err", err)
+					}
+				}
+			case loremnews.ENOTFOUND: // revoked, expired, or signed out elsewhere
+				h.clearCookie(w, sessionCookie)
+				st.sessionEnded = true
+			default:
+				h.renderError(w, r, err)
+				return
+			}
+		}
+		if st.session != nil {
+			st.csrf = h.csrfToken("session", st.session.TokenDigest)
+		} else {
+			// A visitor's forms (sign in, sign up) are bound to a random
+			// cookie of their own, so another site cannot sign a browser in
+			// to the attacker's account.
+			id := ""
+			if c, err := r.Cookie(h.cookieName(csrfCookie)); err == nil && len(c.Value) >= 32 {
+				id = c.Value
+			} else {
+				id = randomToken()
+				h.setCookie(w, csrfCookie, id, 0)
+			}
+			st.csrf = h.csrfToken("visitor", []byte(id))
+		}
+		if c, err := r.Cookie(st.flashCookieName); err == nil {
+			if _, ok := flashes[c.Value]; ok {
+				st.flash = c.Value
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+	})
+}
+
+// page wraps a handler of a GET page.
+func (h *Handler) page(next http.HandlerFunc) http.Handler { return h.withSession(next) }
+
+// form wraps a handler of a form POST: the request must come from our own
+// pages. Two checks: the browser's Sec-Fetch-Site/Origin headers must not
+// say cross-origin (net/http's CrossOriginProtection), and the form's token
+// must be the one withSession worked out for this browser's session (or,
+// for visitors, its CSRF cookie): a token from another session, or from
+// before signing in, is refused.
+func (h *Handler) form(next http.HandlerFunc) http.Handler {
+	return h.withSession(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h.origin.Check(r); err != nil {
+			h.renderError(w, r, forbidden("Cross-origin form submissions are not allowed."))
+			return
+		}
+		if err := r.ParseForm(); err != nil {
+			h.renderError(w, r, badForm(err))
+			return
+		}
+		sent := r.PostForm.Get(csrfField)
+		if st := state(r); st.sessionEnded && sent != "" {
+			// The form was loaded in a session that has since ended: its
+			// token is void, and nothing is done. Say what happened.
+			h.setFlash(w, "session-ended")
+			http.Redirect(w, r, "/signin", http.StatusSeeOther)
+			return
+		}
+		if sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(state(r).csrf)) != 1 {
+			h.renderError(w, r, forbidden("The form's security token is missing or out of date. Go back, reload the page and try again."))
+			return
+		}
+		next(w, r)
+	}))
+}
+
+// signedIn sends visitors who are not signed in to the sign-in page, and
+// back here afterwards.
+func (h *Handler) signedIn(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if state(r).user == nil {
+			back := r.URL.Path
+			if r.Method != http.MethodGet {
+				back = "/"
+			}
+			http.Redirect(w, r, "/signin?return_to="+url.QueryEscape(back), http.StatusSeeOther)
+			return
+		}
+		next(w, r)
+	}
 }

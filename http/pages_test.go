@@ -401,9 +401,16 @@ func testPostFormErrorsAtTheirFields(t *testing.T, be backend) {
 		`<p class="error field-error" id="post-description-error">Description contains control characters.</p>`)
 	title := regexp.MustCompile(`<input id="post-title"[^>]*>`).FindString(r.body)
 	desc := regexp.MustCompile(`<textarea id="post-description"[^>]*>`).FindString(r.body)
-	if !strings.Contains(title, `aria-invalid="true"`) || !strings.Contains(title, `aria-describedby="post-title-error"`) || !strings.Contains(title, "autofocus") ||
-		!strings.Contains(desc, `aria-invalid="true"`) || strings.Contains(desc, "autofocus") {
-		t.Fatalf("fields:\n%s\n%s", title, desc)
+	for _, f := range []struct {
+		field, attr string
+		want        bool
+	}{
+		{title, `aria-invalid="true"`, true}, {title, `aria-describedby="post-title-error"`, true}, {title, "autofocus", true},
+		{desc, `aria-invalid="true"`, true}, {desc, "autofocus", false},
+	} {
+		if got := strings.Contains(f.field, f.attr); got != f.want {
+			t.Errorf("%s has %s: %v, want %v", f.field, f.attr, got, f.want)
+		}
 	}
 	// Only the description wrong: it gets the focus, the title is not marked.
 	r = b.post("/posts", url.Values{"title": {"A fine title"}, "description": {"bell \x07 inside"}})
@@ -416,4 +423,51 @@ func testPostFormErrorsAtTheirFields(t *testing.T, be backend) {
 	r = b.post("/posts", url.Values{"title": {site.ds.Posts[0].Title}})
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	wantBody(t, r, `id="post-title-error">Title has already been taken.</p>`)
+}
+
+// TestFormLimitsAreTheDomains: every length a form lets the browser check
+// is the domain's limit, which the server checks again.
+func TestFormLimitsAreTheDomains(t *testing.T) {
+	site := newTestSite(t, sqliteBackend, siteOptions{})
+	b := site.browser()
+	b.signIn(0)
+	post := site.ds.Posts[0]
+	var own *loremnews.Comment
+	for _, c := range site.ds.Comments {
+		if c.UserID == site.ds.Users[0].ID {
+			own = c
+			break
+		}
+	}
+	if own == nil {
+		t.Fatal("the first user has no comment")
+	}
+	for _, tc := range []struct {
+		page, field string
+		min, max    int
+	}{
+		{"/posts/new", `<input id="post-title"`, loremnews.MinTitleLen, loremnews.MaxTitleLen},
+		{"/posts/new", `<textarea id="post-description"`, 0, loremnews.MaxDescriptionLen},
+		{fmt.Sprintf("/posts/%d", post.ID), `<textarea id="comment-body"`, loremnews.MinBodyLen, loremnews.MaxBodyLen},
+		{fmt.Sprintf("/comments/%d/edit", own.ID), `<textarea id="comment-body"`, loremnews.MinBodyLen, loremnews.MaxBodyLen},
+		{"/signup", `<input id="screen-name"`, loremnews.MinScreenNameLen, loremnews.MaxScreenNameLen},
+	} {
+		page := site.browser()
+		if tc.page != "/signup" {
+			page = b
+		}
+		r := page.get(tc.page)
+		wantStatus(t, r, 200)
+		field := regexp.MustCompile(regexp.QuoteMeta(tc.field) + `[^>]*>`).FindString(r.body)
+		if field == "" {
+			t.Fatalf("%s has no %s", tc.page, tc.field)
+		}
+		want := fmt.Sprintf(`maxlength="%d"`, tc.max)
+		if tc.min > 0 {
+			want = fmt.Sprintf(`minlength="%d" maxlength="%d"`, tc.min, tc.max)
+		}
+		if !strings.Contains(field, want) {
+			t.Errorf("%s: %s lacks %s", tc.page, field, want)
+		}
+	}
 }

@@ -101,7 +101,7 @@ func (h *Handler) postComments(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, err)
 		return
 	}
-	http.Redirect(w, r, fmt.Sprintf("/posts/%d#comments", id), http.StatusSeeOther)
+	http.Redirect(w, r, sitePath(postsBase, id, "#comments"), http.StatusSeeOther)
 }
 
 func (h *Handler) showPost(w http.ResponseWriter, r *http.Request) {
@@ -177,7 +177,8 @@ func (h *Handler) createPost(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
-	http.Redirect(w, r, fmt.Sprintf("/posts/%d", post.ID), http.StatusSeeOther)
+	h.setFlash(w, "post-created")
+	http.Redirect(w, r, sitePath(postsBase, post.ID, ""), http.StatusSeeOther)
 }
 
 // renderPostForm shows the form again with every field's error (422), or
@@ -220,7 +221,7 @@ func (h *Handler) editPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.render(w, r, http.StatusOK, &postFormPage{basePage: basePage{Title: "Edit post"},
-		Action: fmt.Sprintf("/posts/%d", post.ID), Submit: "Save post", Cancel: fmt.Sprintf("/posts/%d", post.ID),
+		Action: sitePath(postsBase, post.ID, ""), Submit: "Save post", Cancel: sitePath(postsBase, post.ID, ""),
 		Form: loremnews.PostInput{Title: post.Title, Description: post.Description}})
 }
 
@@ -233,7 +234,7 @@ func (h *Handler) updatePost(w http.ResponseWriter, r *http.Request) {
 	in := postInput(r)
 	fail := func(err error) {
 		h.renderPostForm(w, r, err, &postFormPage{basePage: basePage{Title: "Edit post"},
-			Action: fmt.Sprintf("/posts/%d", post.ID), Submit: "Save post", Cancel: fmt.Sprintf("/posts/%d", post.ID), Form: in})
+			Action: sitePath(postsBase, post.ID, ""), Submit: "Save post", Cancel: sitePath(postsBase, post.ID, ""), Form: in})
 	}
 	if err := validatePost(in); err != nil {
 		fail(err)
@@ -243,7 +244,8 @@ func (h *Handler) updatePost(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
-	http.Redirect(w, r, fmt.Sprintf("/posts/%d", post.ID), http.StatusSeeOther)
+	h.setFlash(w, "post-saved")
+	http.Redirect(w, r, sitePath(postsBase, post.ID, ""), http.StatusSeeOther)
 }
 
 // confirmPage asks before a delete that cannot be undone: it names what
@@ -275,8 +277,8 @@ func (h *Handler) confirmDeletePost(w http.ResponseWriter, r *http.Request) {
 		q = fmt.Sprintf("Delete this post and its %d comments?", post.CommentsCount)
 	}
 	h.render(w, r, http.StatusOK, &confirmPage{basePage: basePage{Title: "Delete post"},
-		Question: q, Detail: post.Title, Action: fmt.Sprintf("/posts/%d/delete", post.ID),
-		Button: "Delete post", Cancel: fmt.Sprintf("/posts/%d", post.ID)})
+		Question: q, Detail: post.Title, Action: sitePath(postsBase, post.ID, "/delete"),
+		Button: "Delete post", Cancel: sitePath(postsBase, post.ID, "")})
 }
 
 func (h *Handler) deletePost(w http.ResponseWriter, r *http.Request) {

@@ -7,17 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/a-h/templ"
 	"github.com/loremnews/loremnews"
 )
-
-func postURL(id int64) templ.SafeURL { return templ.SafeURL("/posts/" + strconv.FormatInt(id, 10)) }
-func userURL(id int64) templ.SafeURL { return templ.SafeURL("/users/" + strconv.FormatInt(id, 10)) }
-func commentURL(id int64) templ.SafeURL {
-	return templ.SafeURL("/comments/" + strconv.FormatInt(id, 10))
-}
 
 // pageData is implemented by every page's data struct: base() through the
 // embedded basePage, view() by each page.
@@ -51,6 +46,9 @@ type basePage struct {
 	CurrentUser *loremnews.User
 	CSRFToken   string
 	Flash       string
+	// now is the handler's clock, read once for the page: every age on it
+	// ("3 hours ago") is counted from it.
+	now time.Time
 }
 
 func (b *basePage) base() *basePage { return b }
@@ -106,7 +104,7 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, data pageData) {
 	st := state(r)
 	b := data.base()
-	b.CurrentUser, b.CSRFToken = st.user, st.csrf
+	b.CurrentUser, b.CSRFToken, b.now = st.user, st.csrf, h.now()
 	if b.Flash == "" {
 		b.Flash = st.takeFlash(w)
 	}

@@ -2,33 +2,6 @@ package http
 
 import "net/http"
 
-// loopbackOnly serves next only to clients on this machine that came
-// straight here: the peer is a loopback address that is not one of the
-// trusted proxies, and the request carries no forwarding header (a reverse
-// proxy on the same machine adds one, or is trusted). Others get 404, as
-// if the route did not exist.
-func (h *Handler) loopbackOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		peer := peerAddr(r)
-		if !peer.IsLoopback() || h.trusted(peer) || r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" || r.Header.Get("X-Real-Ip") != "" {
-			http.NotFound(w, r)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// sameOrigin refuses requests a browser marks as cross-origin.
-func (h *Handler) sameOrigin(next http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h.origin.Check(r); err != nil {
-			h.renderError(w, r, forbidden("Cross-origin requests are not allowed."))
-			return
-		}
-		next(w, r)
-	})
-}
-
 // routes lists every route of the site in one place. HTML forms can only
 // GET and POST, so updates are POST /thing/{id} and deletes POST
 // /thing/{id}/delete, whose form is on the page GET /thing/{id}/delete
@@ -91,6 +64,9 @@ func (h *Handler) routes() {
 		// The yardstick: the same server and middleware, no database, no
 		// template. The experiment reports results as a share of it.
 		m.Handle("POST /benchmarking/ceiling", h.sameOrigin(h.benchCeiling))
+		// Any other method is told to POST, instead of the catch-all's
+		// 404: the usual mistake is a load generator left on GET.
+		m.HandleFunc("/benchmarking/{action}", benchMethodNotAllowed)
 	}
 
 	m.Handle("/", h.page(func(w http.ResponseWriter, r *http.Request) {

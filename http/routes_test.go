@@ -193,8 +193,17 @@ func testSignUpInOut(t *testing.T, be backend) {
 				c = ck
 			}
 		}
-		if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || len(c.Value) < 40 {
-			t.Fatalf("session cookie = %+v", c)
+		if c == nil {
+			t.Fatal("no session cookie")
+		}
+		if !c.HttpOnly {
+			t.Errorf("session cookie HttpOnly = false, want true")
+		}
+		if c.SameSite != http.SameSiteLaxMode {
+			t.Errorf("session cookie SameSite = %v, want Lax", c.SameSite)
+		}
+		if len(c.Value) < 40 {
+			t.Errorf("session cookie value is %d characters, want at least 40", len(c.Value))
 		}
 		// A forged cookie signs no one in.
 		forged := site.browser()
@@ -236,7 +245,10 @@ func testPosts(t *testing.T, be backend) {
 	path := postIDRe.FindString(r.location())
 	r = owner.get(path)
 	wantStatus(t, r, 200)
-	wantBody(t, r, "My brand new post", "<p>Para one.</p>", "<p>Para two.</p>", "by you", "Edit", "Delete")
+	wantBody(t, r, "My brand new post", "<p>Para one.</p>", "<p>Para two.</p>", "by you", "Edit", "Delete", "Your post was published.")
+	if strings.Contains(owner.get(path).body, "Your post was published.") {
+		t.Fatal("the confirmation shows again on the next page")
+	}
 
 	t.Run("Invalid", func(t *testing.T) {
 		r := owner.post("/posts", url.Values{"title": {"abc"}, "description": {"kept text"}})
@@ -270,7 +282,7 @@ func testPosts(t *testing.T, be backend) {
 		wantStatus(t, r, http.StatusUnprocessableEntity)
 		wantBody(t, r, "Title is too short", "keep me")
 		wantRedirect(t, owner.post(path, url.Values{"title": {"My edited post"}, "description": {"Edited."}}), path)
-		wantBody(t, owner.get(path), "My edited post", "Edited.")
+		wantBody(t, owner.get(path), "My edited post", "Edited.", "Your changes to the post were saved.")
 	})
 	t.Run("EscapesHTML", func(t *testing.T) {
 		r := owner.post("/posts", url.Values{"title": {`<script>alert("x")</script>`}, "description": {`<img src=x onerror=alert(1)>`}})
@@ -313,7 +325,7 @@ func testComments(t *testing.T, be backend) {
 	id := commentIDRe.FindStringSubmatch(r.location())[1]
 	cpath := "/comments/" + id
 	r = owner.get(postPath)
-	wantBody(t, r, "A thoughtful comment", cpath+"/edit", fmt.Sprintf("%d comments", len(commentsOf(site, post.ID))+1))
+	wantBody(t, r, "A thoughtful comment", cpath+"/edit", fmt.Sprintf("%d comments", len(commentsOf(site, post.ID))+1), "Your comment was added.")
 
 	t.Run("Invalid", func(t *testing.T) {
 		r := owner.post(postPath+"/comments", url.Values{"body": {"shrt"}})
@@ -337,7 +349,7 @@ func testComments(t *testing.T, be backend) {
 		wantStatus(t, r, http.StatusUnprocessableEntity)
 		wantBody(t, r, "Comment is too short", ">no</textarea>")
 		wantRedirect(t, owner.post(cpath, url.Values{"body": {"An edited comment"}}), postPath+"#comment-"+id)
-		wantBody(t, owner.get(postPath), "An edited comment")
+		wantBody(t, owner.get(postPath), "An edited comment", "Your changes to the comment were saved.")
 	})
 	t.Run("Delete", func(t *testing.T) {
 		wantRedirect(t, owner.post(cpath+"/delete", nil), postPath)
@@ -491,8 +503,20 @@ func testSecureCookies(t *testing.T, be backend) {
 		names[c.Name] = true
 		// __Host-: the browser takes the cookie only if it is Secure, for
 		// path / and without a Domain, so no subdomain can plant one.
-		if !c.Secure || !c.HttpOnly || !strings.HasPrefix(c.Name, "__Host-") || c.Path != "/" || c.Domain != "" {
-			t.Errorf("cookie %s: Secure %v, HttpOnly %v, Path %q, Domain %q", c.Name, c.Secure, c.HttpOnly, c.Path, c.Domain)
+		if !c.Secure {
+			t.Errorf("cookie %s: Secure = false, want true", c.Name)
+		}
+		if !c.HttpOnly {
+			t.Errorf("cookie %s: HttpOnly = false, want true", c.Name)
+		}
+		if !strings.HasPrefix(c.Name, "__Host-") {
+			t.Errorf("cookie %s: no __Host- prefix", c.Name)
+		}
+		if c.Path != "/" {
+			t.Errorf("cookie %s: Path = %q, want /", c.Name, c.Path)
+		}
+		if c.Domain != "" {
+			t.Errorf("cookie %s: Domain = %q, want none", c.Name, c.Domain)
 		}
 	}
 	if !names["__Host-lorem_session"] || !names["__Host-lorem_device"] {
@@ -590,6 +614,7 @@ func testBenchmarkingEndpoints(t *testing.T, be backend) {
 		site := newTestSite(t, be, siteOptions{})
 		wantStatus(t, site.browser().postRaw("/benchmarking/balanced", nil), 404)
 		wantStatus(t, site.browser().postRaw("/benchmarking/ceiling", nil), 404)
+		wantStatus(t, site.browser().get("/benchmarking/balanced"), 404)
 	})
 	site := newTestSite(t, be, siteOptions{benchmarking: true})
 	b := site.browser()
@@ -665,7 +690,16 @@ func testBenchmarkingEndpoints(t *testing.T, be backend) {
 	})
 	t.Run("UnknownAction", func(t *testing.T) {
 		wantStatus(t, b.postRaw("/benchmarking/drop_tables", nil), 404)
-		wantStatus(t, b.get("/benchmarking/balanced"), 404)
+	})
+	t.Run("OtherMethods", func(t *testing.T) {
+		for _, path := range []string{"/benchmarking/balanced", "/benchmarking/ceiling", "/benchmarking/drop_tables"} {
+			r := b.get(path)
+			wantStatus(t, r, http.StatusMethodNotAllowed)
+			if got := r.header.Get("Allow"); got != "POST" {
+				t.Errorf("GET %s: Allow %q, want POST", path, got)
+			}
+			wantBody(t, r, "take POST")
+		}
 	})
 	if c, err := site.db.CheckConsistency(context.Background()); err != nil || !c.OK() {
 		t.Fatalf("inconsistent: %+v, %v", c, err)

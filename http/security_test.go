@@ -185,12 +185,17 @@ func testForwardedForIgnoredFromUntrustedPeers(t *testing.T, be backend) {
 // TestHugeScreenNamesKeepNothing: 200 sign-ins with 500 KiB screen names
 // leave the server's memory where it was: an invalid name is refused
 // before it reaches the limiters, which hold only fixed-size digests.
+// Sign-ins with valid-length names then show the limiters at work: had the
+// huge names been counted, the address would be stopped at once; as it is,
+// it is stopped after exactly its limit. So the test fails if either
+// protection goes: the refusal before the limiters, or the limiting.
 func TestHugeScreenNamesKeepNothing(t *testing.T) { forEachBackend(t, testHugeScreenNamesKeepNothing) }
 
 func testHugeScreenNamesKeepNothing(t *testing.T, be backend) {
-	// The per-address limit is lifted, so that only what the limiters keep
-	// per name is measured, not how soon one address is stopped.
-	site := newTestSite(t, be, siteOptions{handler: lnhttp.Config{MaxBodyBytes: 1 << 20, SignInFailuresPerIP: 1000}})
+	// Far fewer failures per address than huge names sent: had they
+	// reached the limiters, most would have been answered 429.
+	const perAddress = 20
+	site := newTestSite(t, be, siteOptions{handler: lnhttp.Config{MaxBodyBytes: 1 << 20, SignInFailuresPerIP: perAddress}})
 	b := site.browser()
 	token := b.csrf()
 	heap := func() uint64 {
@@ -229,8 +234,22 @@ func testHugeScreenNamesKeepNothing(t *testing.T, be backend) {
 	if grown > 8<<20 {
 		t.Fatalf("heap grew by %d MiB after 200 sign-ins with 500 KiB names", grown>>20)
 	}
-	// The limiters were never touched: a valid sign-in still gets in.
+	// The limiters were never touched: a valid sign-in still gets in…
 	wantRedirect(t, b.post("/signin", url.Values{"screen_name": {site.ds.Users[0].ScreenName}, "password": {seed.Password}}), "/")
+	// …and the address has its whole budget of failures left: names of
+	// the longest valid length, none of them an account, fail perAddress
+	// times before the address is stopped.
+	other := site.browser()
+	for i := range perAddress + 1 {
+		name := fmt.Sprintf("%06d", i) + strings.Repeat("b", loremnews.MaxScreenNameLen-6)
+		got := other.post("/signin", url.Values{"screen_name": {name}, "password": {"wrong-password"}}).status
+		if i < perAddress && got == http.StatusTooManyRequests {
+			t.Fatalf("valid-length sign-in failure %d was stopped: the huge names were counted", i+1)
+		}
+		if i == perAddress && got != http.StatusTooManyRequests {
+			t.Fatalf("failure %d from one address got %d, want 429: the limiter did not stop it", i+1, got)
+		}
+	}
 }
 
 // TestSignUpThrottledPerAddress: sign-ups are limited per address.
@@ -596,7 +615,8 @@ func testFormFromEndedSession(t *testing.T, be backend) {
 	b.signIn(0)
 	token := b.csrf()
 	// The session ends elsewhere (here: every session of the account).
-	if err := site.db.ChangePassword(context.Background(), site.ds.Users[0].ID, site.ds.Users[0].PasswordDigest, 0); err != nil {
+	u := site.ds.Users[0]
+	if _, err := site.db.UpdateProfile(context.Background(), u.ID, loremnews.ProfileChange{ScreenName: u.ScreenName, About: u.About, PasswordDigest: u.PasswordDigest}); err != nil {
 		t.Fatal(err)
 	}
 	r := b.postRaw("/posts", url.Values{"title": {"Written after the session ended"}, "csrf_token": {token}})

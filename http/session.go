@@ -9,7 +9,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,8 +60,12 @@ var flashes = map[string]string{
 	"signed-in":       "Welcome back.",
 	"signed-up":       "Welcome to Lorem News.",
 	"signed-out":      "You are signed out.",
+	"post-created":    "Your post was published.",
+	"post-saved":      "Your changes to the post were saved.",
 	"post-deleted":    "The post was deleted.",
 	"post-gone":       "That post has been deleted.",
+	"comment-created": "Your comment was added.",
+	"comment-saved":   "Your changes to the comment were saved.",
 	"comment-deleted": "The comment was deleted.",
 	"profile-saved":   "Your profile was saved.",
 	"session-revoked": "That browser was signed out.",
@@ -96,54 +99,6 @@ func tokenDigest(token string) []byte {
 	return d[:]
 }
 
-// withSession finds the signed-in user from the session cookie (a session
-// past its idle limit or lifetime is not found) and works out the CSRF
-// token this browser's forms must carry.
-func (h *Handler) withSession(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := &requestState{flashCookieName: h.cookieName(flashCookie)}
-		if c, err := r.Cookie(h.cookieName(sessionCookie)); err == nil && c.Value != "" {
-			s, u, err := h.store.FindSessionByTokenDigest(r.Context(), tokenDigest(c.Value), h.sessionLimits)
-			switch loremnews.ErrorCode(err) {
-			case "":
-				st.user, st.session = u, s
-				if h.now().Sub(s.UpdatedAt) > touchEvery {
-					if err := h.store.TouchSession(r.Context(), s); err != nil {
-						h.log.Warn("touch session", "err", err)
-					}
-				}
-			case loremnews.ENOTFOUND: // revoked, expired, or signed out elsewhere
-				h.clearCookie(w, sessionCookie)
-				st.sessionEnded = true
-			default:
-				h.renderError(w, r, err)
-				return
-			}
-		}
-		if st.session != nil {
-			st.csrf = h.csrfToken("session", st.session.TokenDigest)
-		} else {
-			// A visitor's forms (sign in, sign up) are bound to a random
-			// cookie of their own, so another site cannot sign a browser in
-			// to the attacker's account.
-			id := ""
-			if c, err := r.Cookie(h.cookieName(csrfCookie)); err == nil && len(c.Value) >= 32 {
-				id = c.Value
-			} else {
-				id = randomToken()
-				h.setCookie(w, csrfCookie, id, 0)
-			}
-			st.csrf = h.csrfToken("visitor", []byte(id))
-		}
-		if c, err := r.Cookie(st.flashCookieName); err == nil {
-			if _, ok := flashes[c.Value]; ok {
-				st.flash = c.Value
-			}
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
-	})
-}
-
 // csrfToken is an HMAC, under the server's key, of what the browser's
 // forms are bound to: its session (so a token works only for the session
 // it was issued to, and signing in issues a new one) or, for visitors, a
@@ -156,71 +111,14 @@ func (h *Handler) csrfToken(kind string, binding []byte) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// page wraps a handler of a GET page.
-func (h *Handler) page(next http.HandlerFunc) http.Handler { return h.withSession(next) }
-
-// form wraps a handler of a form POST: the request must come from our own
-// pages. Two checks: the browser's Sec-Fetch-Site/Origin headers must not
-// say cross-origin (net/http's CrossOriginProtection), and the form's token
-// must be the one withSession worked out for this browser's session (or,
-// for visitors, its CSRF cookie): a token from another session, or from
-// before signing in, is refused.
-func (h *Handler) form(next http.HandlerFunc) http.Handler {
-	return h.withSession(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h.origin.Check(r); err != nil {
-			h.renderError(w, r, forbidden("Cross-origin form submissions are not allowed."))
-			return
-		}
-		if err := r.ParseForm(); err != nil {
-			h.renderError(w, r, badForm(err))
-			return
-		}
-		sent := r.PostForm.Get(csrfField)
-		if st := state(r); st.sessionEnded && sent != "" {
-			// The form was loaded in a session that has since ended: its
-			// token is void, and nothing is done. Say what happened.
-			h.setFlash(w, "session-ended")
-			http.Redirect(w, r, "/signin", http.StatusSeeOther)
-			return
-		}
-		if sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(state(r).csrf)) != 1 {
-			h.renderError(w, r, forbidden("The form's security token is missing or out of date. Go back, reload the page and try again."))
-			return
-		}
-		next(w, r)
-	}))
-}
-
-// signedIn sends visitors who are not signed in to the sign-in page, and
-// back here afterwards.
-func (h *Handler) signedIn(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if state(r).user == nil {
-			back := r.URL.Path
-			if r.Method != http.MethodGet {
-				back = "/"
-			}
-			http.Redirect(w, r, "/signin?return_to="+url.QueryEscape(back), http.StatusSeeOther)
-			return
-		}
-		next(w, r)
-	}
-}
-
 // startSession signs the browser in as u. The new session has a new token,
 // so the browser's CSRF token changes with it.
 func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, u *loremnews.User) error {
-	token := randomToken()
-	s := &loremnews.Session{
-		UserID:      u.ID,
-		TokenDigest: tokenDigest(token),
-		UserAgent:   truncate(r.UserAgent(), 200),
-		IPAddress:   h.clientAddr(r).String(),
-	}
+	s, token := h.newSession(r, u.ID)
 	if err := h.store.CreateSession(r.Context(), s); err != nil {
 		return err
 	}
-	h.setCookie(w, sessionCookie, token, h.sessionLimits.Lifetime)
+	h.setSessionCookie(w, token)
 	h.signOutOldest(r.Context(), u.ID)
 	return nil
 }
@@ -239,10 +137,27 @@ func (h *Handler) signOutOldest(ctx context.Context, userID int64) {
 	}
 	slices.SortFunc(sessions, func(a, b *loremnews.Session) int { return cmp.Compare(a.ID, b.ID) }) // ids grow with time
 	for _, s := range sessions[:len(sessions)-h.cfg.MaxSessionsPerAccount] {
-		if err := h.store.DeleteSession(ctx, s.ID); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
+		if err := h.store.DeleteSession(ctx, userID, s.ID); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
 			h.log.Warn("sign out the oldest session", "session", s.ID, "err", err)
 		}
 	}
+}
+
+// newSession is a session for this browser, not yet stored, and the token
+// its cookie will carry.
+func (h *Handler) newSession(r *http.Request, userID int64) (*loremnews.Session, string) {
+	token := randomToken()
+	return &loremnews.Session{
+		UserID:      userID,
+		TokenDigest: tokenDigest(token),
+		UserAgent:   truncate(r.UserAgent(), 200),
+		IPAddress:   h.clientAddr(r).String(),
+	}, token
+}
+
+// setSessionCookie gives the browser the token of its stored session.
+func (h *Handler) setSessionCookie(w http.ResponseWriter, token string) {
+	h.setCookie(w, sessionCookie, token, h.sessionLimits.Lifetime)
 }
 
 // hostPrefix makes a browser accept a cookie only if it is Secure, for

@@ -3,7 +3,6 @@ package http
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/loremnews/loremnews"
 	"golang.org/x/crypto/bcrypt"
@@ -36,11 +35,11 @@ type userListPage struct {
 }
 
 func userPostsURL(id, before int64) string {
-	return "/users/" + strconv.FormatInt(id, 10) + "/posts?before=" + strconv.FormatInt(before, 10)
+	return sitePath(usersBase, id, pageTail("posts", before))
 }
 
 func userCommentsURL(id, before int64) string {
-	return "/users/" + strconv.FormatInt(id, 10) + "/comments?before=" + strconv.FormatInt(before, 10)
+	return sitePath(usersBase, id, pageTail("comments", before))
 }
 
 type userFormPage struct {
@@ -206,13 +205,16 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 		digest, err = bcrypt.GenerateFromPassword([]byte(in.Password), h.cfg.BcryptCost)
 	}
 	if err == nil {
-		_, err = h.store.UpdateUser(r.Context(), me.ID, in.ScreenName, in.About, "")
-	}
-	if err == nil && digest != nil {
-		// Every session ends, this browser's too, and this browser gets a
-		// new one: a copy of its old cookie signs no one in either.
-		if err = h.store.ChangePassword(r.Context(), me.ID, string(digest), 0); err == nil {
-			err = h.startSession(w, r, me)
+		change := loremnews.ProfileChange{ScreenName: in.ScreenName, About: in.About}
+		var token string
+		if digest != nil {
+			// Every session ends, this browser's too, and this browser gets a
+			// new one: a copy of its old cookie signs no one in either.
+			change.PasswordDigest = string(digest)
+			change.NewSession, token = h.newSession(r, me.ID)
+		}
+		if _, err = h.store.UpdateProfile(r.Context(), me.ID, change); err == nil && token != "" {
+			h.setSessionCookie(w, token)
 		}
 		if err == nil {
 			me.PasswordDigest = string(digest)
@@ -229,7 +231,7 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.setFlash(w, "profile-saved")
-	http.Redirect(w, r, fmt.Sprintf("/users/%d", me.ID), http.StatusSeeOther)
+	http.Redirect(w, r, sitePath(usersBase, me.ID, ""), http.StatusSeeOther)
 }
 
 // confirmDeleteUser asks before deleting the reader's account, naming what
@@ -255,8 +257,8 @@ func (h *Handler) renderDeleteAccount(w http.ResponseWriter, r *http.Request, st
 	h.render(w, r, status, &confirmPage{basePage: basePage{Title: "Delete account"},
 		Question: fmt.Sprintf("Delete your account with its %s and %s?",
 			plural(u.PostsCount, "post", "posts").String(), plural(u.CommentsCount, "comment", "comments").String()),
-		Detail: u.ScreenName, Action: fmt.Sprintf("/users/%d/delete", u.ID), Button: "Delete my account",
-		Cancel: fmt.Sprintf("/users/%d", u.ID), AskPassword: true, Error: problem})
+		Detail: u.ScreenName, Action: sitePath(usersBase, u.ID, "/delete"), Button: "Delete my account",
+		Cancel: sitePath(usersBase, u.ID, ""), AskPassword: true, Error: problem})
 }
 
 // deleteUser deletes the reader's account once current_password confirms
@@ -292,22 +294,12 @@ func (h *Handler) revokeSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	me := state(r).user
-	sessions, err := h.store.UserSessions(r.Context(), me.ID, h.sessionLimits)
-	if err != nil {
-		h.renderError(w, r, err)
-		return
-	}
-	owned := false
-	for _, s := range sessions {
-		owned = owned || s.ID == id
-	}
-	if !owned {
-		// Someone else's session or none at all: say the same, so ids of
-		// other people's sessions cannot be probed.
+	// Someone else's session and none at all are both ENOTFOUND, said the
+	// same way, so ids of other people's sessions cannot be probed.
+	if err := h.store.DeleteSession(r.Context(), me.ID, id); loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
 		h.renderError(w, r, notFound("No such session."))
 		return
-	}
-	if err := h.store.DeleteSession(r.Context(), id); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
+	} else if err != nil {
 		h.renderError(w, r, err)
 		return
 	}
@@ -315,5 +307,5 @@ func (h *Handler) revokeSession(w http.ResponseWriter, r *http.Request) {
 		h.clearCookie(w, sessionCookie)
 	}
 	h.setFlash(w, "session-revoked")
-	http.Redirect(w, r, fmt.Sprintf("/users/%d#sessions", me.ID), http.StatusSeeOther)
+	http.Redirect(w, r, sitePath(usersBase, me.ID, "#sessions"), http.StatusSeeOther)
 }

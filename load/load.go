@@ -50,6 +50,12 @@ type Config struct {
 	DisableKeepAlives bool          // a new connection for every request
 	Timeout           time.Duration // per request, redirects included; default 20 s
 
+	// GiveUpAfter, if set, ends the test this long after its start when no
+	// request has had an answer and some were refused a connection: nothing
+	// listens at the URL, and trying again for the rest of Duration would
+	// only report the same refusal later. Result.GaveUp says it happened.
+	GiveUpAfter time.Duration
+
 	// OnProgress, if set, is called every ProgressEvery (default 250 ms)
 	// from another goroutine while the test runs.
 	OnProgress    func(Progress)
@@ -135,7 +141,8 @@ type runner struct {
 	client *http.Client
 	rec    *recorder
 	issued atomic.Int64 // requests started (closed loop) or scheduled (open loop)
-	stop   atomic.Bool  // duration reached: send nothing new
+	stop   atomic.Bool  // duration reached (or given up): send nothing new
+	gaveUp atomic.Bool  // stopped by GiveUpAfter
 }
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
@@ -144,6 +151,15 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	done := make(chan struct{})
 	if r.cfg.Duration > 0 {
 		t := time.AfterFunc(r.cfg.Duration, func() { r.stop.Store(true) })
+		defer t.Stop()
+	}
+	if r.cfg.GiveUpAfter > 0 {
+		t := time.AfterFunc(r.cfg.GiveUpAfter, func() {
+			if r.rec.refusedOnly() {
+				r.gaveUp.Store(true)
+				r.stop.Store(true)
+			}
+		})
 		defer t.Stop()
 	}
 	if r.cfg.OnProgress != nil {
@@ -179,7 +195,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	elapsed := time.Since(start)
 	close(done)
 	timers.Wait()
-	return r.rec.result(r.cfg, start, elapsed), nil
+	res := r.rec.result(r.cfg, start, elapsed)
+	res.GaveUp = r.gaveUp.Load()
+	return res, nil
 }
 
 // closedLoopWorker sends a request, waits for its answer, and repeats.
@@ -200,7 +218,7 @@ func (r *runner) schedule(ctx context.Context, start time.Time, due chan<- time.
 	interval := time.Duration(float64(time.Second) / r.cfg.Rate)
 	for i := int64(0); ; i++ {
 		at := start.Add(time.Duration(i) * interval)
-		if r.cfg.Requests > 0 && i >= int64(r.cfg.Requests) || r.cfg.Duration > 0 && at.Sub(start) >= r.cfg.Duration {
+		if r.cfg.Requests > 0 && i >= int64(r.cfg.Requests) || r.cfg.Duration > 0 && at.Sub(start) >= r.cfg.Duration || r.stop.Load() {
 			return
 		}
 		if d := time.Until(at); d > 0 {

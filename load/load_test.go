@@ -67,8 +67,17 @@ func TestRedirects(t *testing.T) {
 
 	t.Run("Followed", func(t *testing.T) {
 		res := mustRun(t, Config{URL: srv.URL + "/start", Method: "POST", Concurrency: 4, Requests: 100})
-		if res.StatusCodes[200] != 100 || starts.Load() != 100 || ends.Load() != 100 || res.Bytes != 700 {
-			t.Fatalf("statuses %v, starts %d, ends %d, bytes %d", res.StatusCodes, starts.Load(), ends.Load(), res.Bytes)
+		if got := res.StatusCodes[200]; got != 100 {
+			t.Errorf("200s = %d, want 100 (statuses %v)", got, res.StatusCodes)
+		}
+		if got := starts.Load(); got != 100 {
+			t.Errorf("starts = %d, want 100", got)
+		}
+		if got := ends.Load(); got != 100 {
+			t.Errorf("ends = %d, want 100", got)
+		}
+		if res.Bytes != 700 {
+			t.Errorf("bytes = %d, want 700", res.Bytes)
 		}
 	})
 	t.Run("Disabled", func(t *testing.T) {
@@ -123,12 +132,33 @@ func TestFailuresAreNotSuccesses(t *testing.T) {
 	}))
 	defer srv.Close()
 	res := mustRun(t, Config{URL: srv.URL + "/missing", Concurrency: 2, Requests: 20})
-	if res.Successes() != 0 || res.SuccessRate() != 0 || res.Measured() != 0 || res.Responses() != 20 || res.SuccessesPerSec() != 0 {
-		t.Fatalf("404s: successes %d, rate %v, measured %d, answered %d", res.Successes(), res.SuccessRate(), res.Measured(), res.Responses())
+	if got := res.Successes(); got != 0 {
+		t.Errorf("404s: successes = %d, want 0", got)
+	}
+	if got := res.SuccessRate(); got != 0 {
+		t.Errorf("404s: success rate = %v, want 0", got)
+	}
+	if got := res.Measured(); got != 0 {
+		t.Errorf("404s: measured = %d, want 0", got)
+	}
+	if got := res.Responses(); got != 20 {
+		t.Errorf("404s: answered = %d, want 20", got)
+	}
+	if got := res.SuccessesPerSec(); got != 0 {
+		t.Errorf("404s: successes/s = %v, want 0", got)
 	}
 	res = mustRun(t, Config{URL: srv.URL + "/half", Concurrency: 1, Requests: 40})
-	if res.Successes() != 20 || res.SuccessRate() != 0.5 || res.Measured() != 20 || res.StatusCodes[503] != 20 {
-		t.Fatalf("half 503: successes %d, rate %v, measured %d, statuses %v", res.Successes(), res.SuccessRate(), res.Measured(), res.StatusCodes)
+	if got := res.Successes(); got != 20 {
+		t.Errorf("half 503: successes = %d, want 20", got)
+	}
+	if got := res.SuccessRate(); got != 0.5 {
+		t.Errorf("half 503: success rate = %v, want 0.5", got)
+	}
+	if got := res.Measured(); got != 20 {
+		t.Errorf("half 503: measured = %d, want 20", got)
+	}
+	if got := res.StatusCodes[503]; got != 20 {
+		t.Errorf("half 503: 503s = %d, want 20 (statuses %v)", got, res.StatusCodes)
 	}
 	if got, want := res.SuccessesPerSec(), res.RequestsPerSec()/2; got < want*0.99 || got > want*1.01 {
 		t.Fatalf("successes/s %v, want half of %v", got, res.RequestsPerSec())
@@ -185,8 +215,20 @@ func TestErrorsAreClassified(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close()
 		res := mustRun(t, Config{URL: "http://" + addr + "/", Concurrency: 2, Requests: 10})
-		if res.Errors["connection refused"] != 10 || res.Failures != 10 || res.Responses() != 0 || res.Successes() != 0 || res.Measured() != 0 {
-			t.Fatalf("errors %v", res.Errors)
+		if got := res.Errors["connection refused"]; got != 10 {
+			t.Errorf("connection refused = %d, want 10 (errors %v)", got, res.Errors)
+		}
+		if res.Failures != 10 {
+			t.Errorf("failures = %d, want 10", res.Failures)
+		}
+		if got := res.Responses(); got != 0 {
+			t.Errorf("answered = %d, want 0", got)
+		}
+		if got := res.Successes(); got != 0 {
+			t.Errorf("successes = %d, want 0", got)
+		}
+		if got := res.Measured(); got != 0 {
+			t.Errorf("measured = %d, want 0", got)
 		}
 	})
 	t.Run("Timeout", func(t *testing.T) {
@@ -325,6 +367,49 @@ func TestDurationStopsAndCountsInFlight(t *testing.T) {
 	}
 	if progress.Load() < 3 {
 		t.Fatalf("progress reported %d times", progress.Load())
+	}
+}
+
+// TestGiveUpAfter: a URL that refuses every connection ends the test at
+// GiveUpAfter, in the closed and the open loop, with GaveUp set; a server
+// that answers, however slowly or badly, runs for the whole Duration.
+func TestGiveUpAfter(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/"
+	ln.Close()
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer slow.Close()
+	for _, tc := range []struct {
+		name       string
+		cfg        Config
+		wantGaveUp bool
+		minElapsed time.Duration
+		maxElapsed time.Duration
+	}{
+		{"ClosedLoopClosedPort", Config{URL: closed, Concurrency: 2, Duration: 30 * time.Second}, true, 200 * time.Millisecond, 2 * time.Second},
+		{"OpenLoopClosedPort", Config{URL: closed, Concurrency: 2, Rate: 100, Duration: 30 * time.Second}, true, 200 * time.Millisecond, 2 * time.Second},
+		{"ClosedPortByCount", Config{URL: closed, Concurrency: 2, Requests: 10}, false, 0, 2 * time.Second},
+		{"SlowErrors", Config{URL: slow.URL, Concurrency: 2, Duration: 1500 * time.Millisecond}, false, 1500 * time.Millisecond, 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.GiveUpAfter = 200 * time.Millisecond
+			res := mustRun(t, tc.cfg)
+			if res.GaveUp != tc.wantGaveUp {
+				t.Errorf("GaveUp = %v, want %v", res.GaveUp, tc.wantGaveUp)
+			}
+			if res.Elapsed < tc.minElapsed || res.Elapsed > tc.maxElapsed {
+				t.Errorf("elapsed %v, want %v to %v", res.Elapsed, tc.minElapsed, tc.maxElapsed)
+			}
+			if got := res.Summary().GaveUp; got != tc.wantGaveUp {
+				t.Errorf("Summary().GaveUp = %v, want %v", got, tc.wantGaveUp)
+			}
+		})
 	}
 }
 

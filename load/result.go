@@ -123,6 +123,14 @@ func (r *recorder) recordSend(due, now time.Time) {
 	r.mu.Unlock()
 }
 
+// refusedOnly reports whether no request has had an answer yet and at
+// least one was refused a connection.
+func (r *recorder) refusedOnly() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.responses == 0 && r.errors[refused] > 0
+}
+
 func (r *recorder) counts() (n, fails int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -195,6 +203,7 @@ type Result struct {
 	Bytes       int64         // response body bytes (after redirects)
 	StatusCodes map[int]int64
 	Errors      map[string]int64 // by kind: "timeout", "connection refused", …
+	GaveUp      bool             // stopped early by Config.GiveUpAfter: every connection was refused
 
 	// Open loop only: requests handed to workers, the send rate achieved,
 	// and those that started more than lateThreshold after their time.
@@ -362,11 +371,12 @@ type Summary struct {
 	Average         float64           `json:"average_seconds"`
 	Slowest         float64           `json:"slowest_seconds"`
 	Percentiles     []PercentileValue `json:"percentiles"`
-	Histogram       []BucketValue     `json:"histogram"`
-	LogHistogram    []BucketValue     `json:"log_histogram"`
+	Histogram       []BucketValue     `json:"histogram,omitempty"`
+	LogHistogram    []BucketValue     `json:"log_histogram,omitempty"`
 	StatusCodes     map[string]int64  `json:"status_codes"`
 	Errors          map[string]int64  `json:"errors"`
 	Timeline        []TimelinePoint   `json:"timeline,omitempty"`
+	GaveUp          bool              `json:"gave_up,omitempty"` // stopped early: every connection was refused
 }
 
 // PercentileValue is one latency percentile.
@@ -394,6 +404,7 @@ func (r *Result) Summary() Summary {
 		BytesTotal:   r.Bytes,
 		Fastest:      r.Fastest().Seconds(), Average: r.Mean().Seconds(), Slowest: r.Slowest().Seconds(),
 		StatusCodes: map[string]int64{}, Errors: r.Errors,
+		GaveUp: r.GaveUp,
 	}
 	if n := r.Responses(); n > 0 {
 		s.BytesPerRequest = r.Bytes / n
@@ -423,6 +434,9 @@ func (r *Result) SortedStatusCodes() []int {
 	return codes
 }
 
+// refused is the error kind of a request whose connection was refused.
+const refused = "connection refused"
+
 // classify names the kind of a failed request, so the error distribution
 // groups "connection refused" together instead of listing every URL.
 func classify(err error) string {
@@ -433,7 +447,7 @@ func classify(err error) string {
 	case errors.Is(err, context.Canceled):
 		return "canceled"
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
+		return refused
 	case errors.Is(err, syscall.ECONNRESET):
 		return "connection reset by peer"
 	case errors.Is(err, syscall.EPIPE):

@@ -1,12 +1,12 @@
 package postgres
 
 import (
-	"errors"
 	"net/url"
 	"strings"
 )
 
-// redacted replaces every secret in a printed URL.
+// redacted replaces every secret in a printed URL: what url.URL.Redacted
+// puts in place of a password, used for the query's secrets too.
 const redacted = "xxxxx"
 
 // secretParam reports whether a connection parameter holds a secret:
@@ -23,17 +23,14 @@ func secretParam(name string) bool {
 }
 
 // RedactURL returns a PostgreSQL URL fit to print: the password in its
-// user info and the value of every secret query parameter are replaced
-// by xxxxx. Anything that does not parse as a URL is not printed at all.
-// Every message, report and log line that shows a database URL goes
-// through it.
+// user info (by url.URL.Redacted) and the value of every secret query
+// parameter are replaced by xxxxx. Anything that does not parse as a URL
+// is not printed at all. Every message, report and log line that shows a
+// database URL goes through it.
 func RedactURL(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Scheme == "" {
 		return "PostgreSQL database"
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), redacted)
 	}
 	q := u.Query()
 	changed := false
@@ -48,7 +45,7 @@ func RedactURL(dsn string) string {
 	if changed {
 		u.RawQuery = q.Encode()
 	}
-	return u.String()
+	return u.Redacted()
 }
 
 // secretsOf lists the secret values in dsn, as written and as decoded.
@@ -82,7 +79,9 @@ func secretsOf(dsn string) []string {
 
 // redactError hides in err's message every secret of dsn, for errors from
 // libraries that quote the connection string (a URL that does not even
-// parse cannot go through RedactURL).
+// parse cannot go through RedactURL). The error it returns still wraps
+// err, so errors.Is and errors.As see what happened (a timeout, a refused
+// connection, a pgconn error); only its message is rewritten.
 func redactError(err error, dsn string) error {
 	if err == nil {
 		return nil
@@ -94,5 +93,17 @@ func redactError(err error, dsn string) error {
 	if msg == err.Error() {
 		return err
 	}
-	return errors.New(msg)
+	return &redactedError{msg: msg, err: err}
 }
+
+// redactedError is an error whose message has a connection string's
+// secrets hidden, wrapping the original. Error gives only the hidden
+// message; whoever unwraps it to print the cause prints the secret, so
+// nothing here does.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

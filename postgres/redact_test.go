@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +60,38 @@ func TestErrorsNeverPrintSecrets(t *testing.T) {
 		if !strings.Contains(err.Error(), "127.0.0.1") {
 			t.Errorf("Open error does not name the server: %v", err)
 		}
+	}
+}
+
+// TestRedactErrorKeepsTheChain: an error whose message quoted a secret
+// reads redacted, and still is what it was underneath.
+func TestRedactErrorKeepsTheChain(t *testing.T) {
+	dsn := "postgres://ann:s3cret-pw@db.example/lorem?sslpassword=other-s3cret"
+	var pathErr *fs.PathError
+	for _, tc := range []struct {
+		name string
+		err  error
+		is   func(error) bool
+	}{
+		{"deadline", fmt.Errorf("connect to %s: %w", dsn, context.DeadlineExceeded), func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }},
+		{"path error", fmt.Errorf("%s: %w", dsn, &fs.PathError{Op: "open", Path: "/k.pem", Err: fs.ErrNotExist}), func(err error) bool {
+			return errors.As(err, &pathErr) && errors.Is(err, fs.ErrNotExist)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := redactError(tc.err, dsn)
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("message shows a secret: %v", err)
+			}
+			if !strings.Contains(err.Error(), "ann:xxxxx@db.example") {
+				t.Errorf("message %q lost what is not secret", err)
+			}
+			if !tc.is(err) {
+				t.Errorf("the redacted error is no longer what it was: %v", err)
+			}
+		})
+	}
+	if err := errors.New("no secret here"); redactError(err, dsn) != err {
+		t.Error("an error without a secret is not returned as it is")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/loremnews/loremnews"
@@ -12,21 +13,26 @@ import (
 // CreateSession stores a new signed-in browser and fills in its id and times.
 func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		now := db.now()
-		err := tx.QueryRow(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $5) RETURNING id`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(now)).Scan(&s.ID)
-		if err != nil {
-			return uniqueError(err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = $1 WHERE id = $2`, unixNanos(now), s.UserID); err != nil {
-			return err
-		}
-		s.CreatedAt, s.UpdatedAt = now, now
-		return nil
+		return insertSession(ctx, tx, s, db.now())
 	})
 	if err != nil {
 		return fmt.Errorf("create session: %w", err)
 	}
+	return nil
+}
+
+// insertSession is CreateSession inside tx, for UpdateProfile too: it stores
+// s, fills in its id and times, and marks its user seen now.
+func insertSession(ctx context.Context, tx pgx.Tx, s *loremnews.Session, now time.Time) error {
+	err := tx.QueryRow(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $5) RETURNING id`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(now)).Scan(&s.ID)
+	if err != nil {
+		return uniqueError(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = $1 WHERE id = $2`, unixNanos(now), s.UserID); err != nil {
+		return err
+	}
+	s.CreatedAt, s.UpdatedAt = now, now
 	return nil
 }
 
@@ -92,10 +98,12 @@ func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.S
 	return sessions, nil
 }
 
-// DeleteSession signs that browser out.
-func (db *DB) DeleteSession(ctx context.Context, id int64) error {
+// DeleteSession signs out the user's browser id. Matching the user in the
+// same statement is the ownership check: another user's session id is
+// ENOTFOUND, as is one that does not exist.
+func (db *DB) DeleteSession(ctx context.Context, userID, id int64) error {
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, id)
+		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1 AND user_id = $2`, id, userID)
 		if err != nil {
 			return err
 		}

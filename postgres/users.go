@@ -74,43 +74,41 @@ func findUser(ctx context.Context, q querier, id int64) (*loremnews.User, error)
 	return u, err
 }
 
-// UpdateUser changes a user's screen name, about text and, if given, password digest.
-func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passwordDigest string) (*loremnews.User, error) {
+// UpdateProfile saves the screen name and about text and, with a new
+// password digest, replaces every session of the user by c.NewSession, in
+// one transaction: a taken screen name leaves the password and the
+// sessions as they were.
+func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileChange) (*loremnews.User, error) {
 	var u *loremnews.User
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
+		now := db.now()
 		u, err = scanUser(tx.QueryRow(ctx, `UPDATE users AS u SET screen_name = $1, about = $2,
 			password_digest = CASE WHEN $3 = '' THEN password_digest ELSE $3 END, updated_at = $4
-			WHERE id = $5 RETURNING `+userColumns, screenName, about, passwordDigest, unixNanos(db.now()), id))
+			WHERE id = $5 RETURNING `+userColumns, c.ScreenName, c.About, c.PasswordDigest, unixNanos(now), id))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errUserNotFound
+		} else if err != nil {
+			return uniqueError(err)
 		}
-		return uniqueError(err)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("update user %d: %w", id, err)
-	}
-	return u, nil
-}
-
-// ChangePassword sets the password digest and deletes the user's other
-// sessions in the same transaction, so no browser signed in with the old
-// password outlives the change.
-func (db *DB) ChangePassword(ctx context.Context, id int64, passwordDigest string, keepSessionID int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE users SET password_digest = $1, updated_at = $2 WHERE id = $3`, passwordDigest, unixNanos(db.now()), id)
-		if err != nil {
+		if c.PasswordDigest == "" {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, id); err != nil {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			return errUserNotFound
+		if c.NewSession != nil {
+			c.NewSession.UserID = id
+			if err := insertSession(ctx, tx, c.NewSession, now); err != nil {
+				return err
+			}
+			u.LastSeenAt = now
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id <> $2`, id, keepSessionID)
-		return err
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("change password of user %d: %w", id, err)
+		return nil, fmt.Errorf("update profile of user %d: %w", id, err)
 	}
-	return nil
+	return u, nil
 }
 
 // RehashPassword replaces the password digest only if it is still

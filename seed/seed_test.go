@@ -100,23 +100,44 @@ func TestGenerateRepeatable(t *testing.T) {
 	same := func(x, y time.Time) bool { return y.Sub(x) == offset }
 	for i, u := range a.Users {
 		v := b.Users[i]
-		if u.ID != v.ID || u.ScreenName != v.ScreenName || u.About != v.About || !same(u.CreatedAt, v.CreatedAt) ||
-			!same(u.UpdatedAt, v.UpdatedAt) || !same(u.LastSeenAt, v.LastSeenAt) {
-			t.Fatalf("user %d differs: %+v\nthen %+v", i, u, v)
+		for _, f := range []struct {
+			field string
+			same  bool
+		}{
+			{"ID", u.ID == v.ID}, {"ScreenName", u.ScreenName == v.ScreenName}, {"About", u.About == v.About},
+			{"CreatedAt", same(u.CreatedAt, v.CreatedAt)}, {"UpdatedAt", same(u.UpdatedAt, v.UpdatedAt)}, {"LastSeenAt", same(u.LastSeenAt, v.LastSeenAt)},
+		} {
+			if !f.same {
+				t.Fatalf("user %d's %s differs: %+v\nthen %+v", i, f.field, u, v)
+			}
 		}
 	}
 	for i, p := range a.Posts {
 		q := b.Posts[i]
-		if p.ID != q.ID || p.UserID != q.UserID || p.Title != q.Title || p.Description != q.Description ||
-			!same(p.CreatedAt, q.CreatedAt) || !same(p.UpdatedAt, q.UpdatedAt) || !same(p.PublishedAt, q.PublishedAt) {
-			t.Fatalf("post %d differs: %+v\nthen %+v", i, p, q)
+		for _, f := range []struct {
+			field string
+			same  bool
+		}{
+			{"ID", p.ID == q.ID}, {"UserID", p.UserID == q.UserID}, {"Title", p.Title == q.Title}, {"Description", p.Description == q.Description},
+			{"CreatedAt", same(p.CreatedAt, q.CreatedAt)}, {"UpdatedAt", same(p.UpdatedAt, q.UpdatedAt)}, {"PublishedAt", same(p.PublishedAt, q.PublishedAt)},
+		} {
+			if !f.same {
+				t.Fatalf("post %d's %s differs: %+v\nthen %+v", i, f.field, p, q)
+			}
 		}
 	}
 	for i, c := range a.Comments {
 		d := b.Comments[i]
-		if c.ID != d.ID || c.PostID != d.PostID || c.UserID != d.UserID || c.Body != d.Body ||
-			!same(c.CreatedAt, d.CreatedAt) || !same(c.UpdatedAt, d.UpdatedAt) {
-			t.Fatalf("comment %d differs: %+v\nthen %+v", i, c, d)
+		for _, f := range []struct {
+			field string
+			same  bool
+		}{
+			{"ID", c.ID == d.ID}, {"PostID", c.PostID == d.PostID}, {"UserID", c.UserID == d.UserID}, {"Body", c.Body == d.Body},
+			{"CreatedAt", same(c.CreatedAt, d.CreatedAt)}, {"UpdatedAt", same(c.UpdatedAt, d.UpdatedAt)},
+		} {
+			if !f.same {
+				t.Fatalf("comment %d's %s differs: %+v\nthen %+v", i, f.field, c, d)
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/loremnews/loremnews"
 )
@@ -12,25 +13,30 @@ import (
 // CreateSession stores a new signed-in browser and fills in its id and times.
 func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
 	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
-		now := db.now()
-		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(now), unixNanos(now))
-		if isForeignKeyViolation(err) {
-			return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
-		} else if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(now), s.UserID); err != nil {
-			return err
-		}
-		s.ID, err = res.LastInsertId()
-		s.CreatedAt, s.UpdatedAt = now, now
-		return err
+		return insertSession(ctx, tx, s, db.now())
 	})
 	if err != nil {
 		return fmt.Errorf("create session: %w", err)
 	}
 	return nil
+}
+
+// insertSession is CreateSession inside tx, for UpdateProfile too: it stores
+// s, fills in its id and times, and marks its user seen now.
+func insertSession(ctx context.Context, tx writeTx, s *loremnews.Session, now time.Time) error {
+	res, err := tx.ExecContext(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(now), unixNanos(now))
+	if isForeignKeyViolation(err) {
+		return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
+	} else if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(now), s.UserID); err != nil {
+		return err
+	}
+	s.ID, err = res.LastInsertId()
+	s.CreatedAt, s.UpdatedAt = now, now
+	return err
 }
 
 // FindSessionByTokenDigest returns the session with that token digest and
@@ -99,10 +105,12 @@ func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.S
 	return sessions, nil
 }
 
-// DeleteSession signs that browser out.
-func (db *DB) DeleteSession(ctx context.Context, id int64) error {
+// DeleteSession signs out the user's browser id. Matching the user in the
+// same statement is the ownership check: another user's session id is
+// ENOTFOUND, as is one that does not exist.
+func (db *DB) DeleteSession(ctx context.Context, userID, id int64) error {
 	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ? AND user_id = ?`, id, userID)
 		if err != nil {
 			return err
 		}

@@ -87,13 +87,17 @@ func findUser(ctx context.Context, q querier, id int64) (*loremnews.User, error)
 	return u, err
 }
 
-// UpdateUser changes a user's screen name, about text and, if given, password digest.
-func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passwordDigest string) (*loremnews.User, error) {
+// UpdateProfile saves the screen name and about text and, with a new
+// password digest, replaces every session of the user by c.NewSession, in
+// one transaction: a taken screen name leaves the password and the
+// sessions as they were.
+func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileChange) (*loremnews.User, error) {
 	var u *loremnews.User
 	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
+		now := db.now()
 		res, err := tx.ExecContext(ctx, `UPDATE users SET screen_name = ?, about = ?,
 			password_digest = CASE WHEN ? = '' THEN password_digest ELSE ? END, updated_at = ? WHERE id = ?`,
-			screenName, about, passwordDigest, passwordDigest, unixNanos(db.now()), id)
+			c.ScreenName, c.About, c.PasswordDigest, c.PasswordDigest, unixNanos(now), id)
 		if isUniqueViolation(err) {
 			return errScreenNameTaken
 		} else if err != nil {
@@ -102,34 +106,24 @@ func (db *DB) UpdateUser(ctx context.Context, id int64, screenName, about, passw
 		if err := mustAffect(res, "User"); err != nil {
 			return err
 		}
+		if c.PasswordDigest != "" {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = ?`, id); err != nil {
+				return err
+			}
+			if c.NewSession != nil {
+				c.NewSession.UserID = id
+				if err := insertSession(ctx, tx, c.NewSession, now); err != nil {
+					return err
+				}
+			}
+		}
 		u, err = findUser(ctx, tx, id)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("update user %d: %w", id, err)
+		return nil, fmt.Errorf("update profile of user %d: %w", id, err)
 	}
 	return u, nil
-}
-
-// ChangePassword sets the password digest and deletes the user's other
-// sessions in the same transaction, so no browser signed in with the old
-// password outlives the change.
-func (db *DB) ChangePassword(ctx context.Context, id int64, passwordDigest string, keepSessionID int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE users SET password_digest = ?, updated_at = ? WHERE id = ?`, passwordDigest, unixNanos(db.now()), id)
-		if err != nil {
-			return err
-		}
-		if err := mustAffect(res, "User"); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = ? AND id <> ?`, id, keepSessionID)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("change password of user %d: %w", id, err)
-	}
-	return nil
 }
 
 // RehashPassword replaces the password digest only if it is still

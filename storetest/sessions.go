@@ -31,12 +31,18 @@ func testSessions(t *testing.T, open Opener) {
 	}
 	err = db.CreateSession(ctx, &loremnews.Session{UserID: 999, TokenDigest: []byte("x")})
 	wantCode(t, err, loremnews.ENOTFOUND)
-	if err := db.DeleteSession(ctx, s.ID); err != nil {
+	// Another user cannot delete alice's session by its id.
+	bob := MustCreateUser(t, db, "bob")
+	wantCode(t, db.DeleteSession(ctx, bob.ID, s.ID), loremnews.ENOTFOUND)
+	if _, _, err := db.FindSessionByTokenDigest(ctx, []byte("digest-1"), loremnews.SessionLimits{}); err != nil {
+		t.Fatalf("alice's session after bob tried to delete it: %v", err)
+	}
+	if err := db.DeleteSession(ctx, alice.ID, s.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = db.FindSessionByTokenDigest(ctx, []byte("digest-1"), loremnews.SessionLimits{})
 	wantCode(t, err, loremnews.ENOTFOUND)
-	wantCode(t, db.DeleteSession(ctx, s.ID), loremnews.ENOTFOUND)
+	wantCode(t, db.DeleteSession(ctx, alice.ID, s.ID), loremnews.ENOTFOUND)
 }
 
 // testSessionLimits: a session past its idle limit or its lifetime is not

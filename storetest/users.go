@@ -34,7 +34,10 @@ func testUsers(t *testing.T, open Opener) {
 		wantCode(t, err, loremnews.ENOTFOUND)
 		_, err = db.FindUserByScreenName(ctx, "nobody")
 		wantCode(t, err, loremnews.ENOTFOUND)
-		_, err = db.UpdateUser(ctx, 999, "x1", "", "")
+		_, err = db.UpdateProfile(ctx, 999, loremnews.ProfileChange{ScreenName: "x1"})
+		wantCode(t, err, loremnews.ENOTFOUND)
+		_, err = db.UpdateProfile(ctx, 999, loremnews.ProfileChange{ScreenName: "x1", PasswordDigest: "x",
+			NewSession: &loremnews.Session{TokenDigest: []byte("nobody-0")}})
 		wantCode(t, err, loremnews.ENOTFOUND)
 		wantCode(t, db.DeleteUser(ctx, 999), loremnews.ENOTFOUND)
 		_, _, _, err = db.UserPage(ctx, 999, 10)
@@ -42,15 +45,15 @@ func testUsers(t *testing.T, open Opener) {
 	})
 	t.Run("Update", func(t *testing.T) {
 		u := MustCreateUser(t, db, "dave")
-		got, err := db.UpdateUser(ctx, u.ID, "david", "I write things.", "")
+		got, err := db.UpdateProfile(ctx, u.ID, loremnews.ProfileChange{ScreenName: "david", About: "I write things."})
 		if err != nil || got.ScreenName != "david" || got.About != "I write things." || got.PasswordDigest != "digest" {
 			t.Fatalf("update = %+v, %v", got, err)
 		}
-		got, err = db.UpdateUser(ctx, u.ID, "david", "", "newdigest")
-		if err != nil || got.PasswordDigest != "newdigest" {
+		got, err = db.UpdateProfile(ctx, u.ID, loremnews.ProfileChange{ScreenName: "david", PasswordDigest: "newdigest"})
+		if err != nil || got.PasswordDigest != "newdigest" || got.About != "" {
 			t.Fatalf("password update = %+v, %v", got, err)
 		}
-		_, err = db.UpdateUser(ctx, u.ID, "carol", "", "")
+		_, err = db.UpdateProfile(ctx, u.ID, loremnews.ProfileChange{ScreenName: "carol"})
 		wantCode(t, err, loremnews.EINVALID)
 	})
 	t.Run("DeleteCascadesAndFixesOtherPostsCounters", func(t *testing.T) {
@@ -84,37 +87,80 @@ func testUsers(t *testing.T, open Opener) {
 	})
 }
 
-// testChangePassword: the new digest is stored and every other session of
-// the user is gone; other users' sessions stay.
+// testChangePassword: a profile change with a new password stores the
+// digest, ends every session of the user and starts the new one in their
+// place, all in one call; other users' sessions stay. A change that fails
+// (a taken screen name) changes nothing: not the password, not the
+// sessions.
 func testChangePassword(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
 	alice, bob := MustCreateUser(t, db, "alice"), MustCreateUser(t, db, "bob")
-	var mine []*loremnews.Session
 	for i := range 3 {
-		s := &loremnews.Session{UserID: alice.ID, TokenDigest: []byte(fmt.Sprint("alice-", i))}
-		if err := db.CreateSession(ctx, s); err != nil {
+		if err := db.CreateSession(ctx, &loremnews.Session{UserID: alice.ID, TokenDigest: []byte(fmt.Sprint("alice-", i))}); err != nil {
 			t.Fatal(err)
 		}
-		mine = append(mine, s)
 	}
 	if err := db.CreateSession(ctx, &loremnews.Session{UserID: bob.ID, TokenDigest: []byte("bob-0")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ChangePassword(ctx, alice.ID, "new-digest", mine[1].ID); err != nil {
-		t.Fatal(err)
+	sessionsOf := func(id int64) []*loremnews.Session {
+		t.Helper()
+		list, err := db.UserSessions(ctx, id, loremnews.SessionLimits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list
 	}
-	if u, _ := db.FindUserByID(ctx, alice.ID); u.PasswordDigest != "new-digest" {
-		t.Fatalf("digest = %q", u.PasswordDigest)
-	}
-	list, err := db.UserSessions(ctx, alice.ID, loremnews.SessionLimits{})
-	if err != nil || len(list) != 1 || list[0].ID != mine[1].ID {
-		t.Fatalf("alice's sessions after the change = %v, %v", list, err)
-	}
-	if _, _, err := db.FindSessionByTokenDigest(ctx, []byte("bob-0"), loremnews.SessionLimits{}); err != nil {
-		t.Fatalf("bob's session: %v", err)
-	}
-	wantCode(t, db.ChangePassword(ctx, 999, "x", 0), loremnews.ENOTFOUND)
+
+	t.Run("FailedChangeChangesNothing", func(t *testing.T) {
+		_, err := db.UpdateProfile(ctx, alice.ID, loremnews.ProfileChange{ScreenName: "bob", PasswordDigest: "new-digest",
+			NewSession: &loremnews.Session{TokenDigest: []byte("alice-new")}})
+		wantCode(t, err, loremnews.EINVALID)
+		if u, _ := db.FindUserByID(ctx, alice.ID); u.PasswordDigest != "digest" || u.ScreenName != "alice" {
+			t.Errorf("after a refused change: screen name %q, digest %q; want alice, digest", u.ScreenName, u.PasswordDigest)
+		}
+		if got := len(sessionsOf(alice.ID)); got != 3 {
+			t.Errorf("alice's sessions after a refused change: %d, want 3", got)
+		}
+		if _, _, err := db.FindSessionByTokenDigest(ctx, []byte("alice-new"), loremnews.SessionLimits{}); loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
+			t.Errorf("the new session of a refused change: %v, want ENOTFOUND", err)
+		}
+	})
+	t.Run("NewPassword", func(t *testing.T) {
+		fresh := &loremnews.Session{TokenDigest: []byte("alice-new"), UserAgent: "Firefox"}
+		got, err := db.UpdateProfile(ctx, alice.ID, loremnews.ProfileChange{ScreenName: "alice", About: "Hi.", PasswordDigest: "new-digest", NewSession: fresh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.PasswordDigest != "new-digest" || got.About != "Hi." {
+			t.Errorf("returned user: digest %q, about %q; want new-digest, Hi.", got.PasswordDigest, got.About)
+		}
+		if u, _ := db.FindUserByID(ctx, alice.ID); u.PasswordDigest != "new-digest" {
+			t.Errorf("stored digest = %q, want new-digest", u.PasswordDigest)
+		}
+		if fresh.ID == 0 || fresh.UserID != alice.ID || fresh.CreatedAt.IsZero() {
+			t.Errorf("new session not filled in: %+v", fresh)
+		}
+		list := sessionsOf(alice.ID)
+		if len(list) != 1 || list[0].ID != fresh.ID {
+			t.Errorf("alice's sessions after the change = %v, want only the new one (%d)", list, fresh.ID)
+		}
+		if s, u, err := db.FindSessionByTokenDigest(ctx, []byte("alice-new"), loremnews.SessionLimits{}); err != nil || s.ID != fresh.ID || u.ID != alice.ID {
+			t.Errorf("the new session signs in: %+v, %+v, %v", s, u, err)
+		}
+		if _, _, err := db.FindSessionByTokenDigest(ctx, []byte("bob-0"), loremnews.SessionLimits{}); err != nil {
+			t.Errorf("bob's session: %v", err)
+		}
+	})
+	t.Run("NewPasswordWithoutSession", func(t *testing.T) {
+		if _, err := db.UpdateProfile(ctx, alice.ID, loremnews.ProfileChange{ScreenName: "alice", PasswordDigest: "newer-digest"}); err != nil {
+			t.Fatal(err)
+		}
+		if list := sessionsOf(alice.ID); len(list) != 0 {
+			t.Errorf("alice's sessions = %v, want none", list)
+		}
+	})
 }
 
 // testRehashPassword: the digest is replaced only while it is the one the

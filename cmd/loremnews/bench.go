@@ -79,7 +79,7 @@ func parseBenchFlags(args []string, stdout io.Writer) (benchCommand, error) {
 	fs.StringVar(&pointRead, "point-read", "", "at the end, the trivial read on split (or the first setup) at concurrencies `N,...` (e.g. 1,5,10): the ceiling and then POST /benchmarking/point_read, -z each")
 	fs.BoolVar(&cfg.Interleave, "interleave", false, "start every setup's server at once and take turns run by run, so machine drift falls on all setups alike")
 	fs.BoolVar(&cfg.Ceiling, "ceiling", true, "first measure the ceiling: the same binary's trivial handler, same load")
-	fs.BoolVar(&quick, "quick", false, "a one-minute version: 3 runs of 3 s per setup, no sweep")
+	fs.BoolVar(&quick, "quick", false, "a short version (about a minute of load): 3 runs of 3 s per setup, no sweep")
 	fs.StringVar(&c.out, "out", "", "`DIR` for the reports (default benchmarks/DATE-ACTION)")
 	fs.BoolVar(&c.keepWork, "keep-work", false, "keep the databases and server logs (their folder is printed)")
 	fs.StringVar(&c.render, "render", "", "run nothing: render `DIR`/results.json again into DIR/report.md and report.html")

@@ -30,8 +30,20 @@ func TestParseBenchFlags(t *testing.T) {
 		t.Errorf("setups %+v", cfg.Setups)
 	}
 	// --quick: 3 runs of 3 s and no sweep, whatever --sweep says.
-	if cfg.Runs != 3 || cfg.Duration != 3*time.Second || cfg.Sweep != nil || cfg.Concurrency != 7 || c.out != "reports" {
-		t.Errorf("runs %d × %s, sweep %v, c=%d, out %q", cfg.Runs, cfg.Duration, cfg.Sweep, cfg.Concurrency, c.out)
+	if cfg.Runs != 3 {
+		t.Errorf("runs = %d, want 3", cfg.Runs)
+	}
+	if cfg.Duration != 3*time.Second {
+		t.Errorf("duration = %s, want 3s", cfg.Duration)
+	}
+	if cfg.Sweep != nil {
+		t.Errorf("sweep = %v, want none", cfg.Sweep)
+	}
+	if cfg.Concurrency != 7 {
+		t.Errorf("concurrency = %d, want 7", cfg.Concurrency)
+	}
+	if c.out != "reports" {
+		t.Errorf("out = %q, want reports", c.out)
 	}
 	var scenarios []string
 	for _, sc := range cfg.Scenarios {

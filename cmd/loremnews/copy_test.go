@@ -76,14 +76,29 @@ func TestCopySQLiteToPostgresAndBack(t *testing.T) {
 	}
 	for i, p := range want.Posts {
 		g := got.Posts[i]
-		if g.ID != p.ID || g.Title != p.Title || g.Description != p.Description || g.CommentsCount != p.CommentsCount ||
-			!g.CreatedAt.Truncate(1000).Equal(p.CreatedAt.Truncate(1000)) {
-			t.Fatalf("post %d after the round trip: %+v, want %+v", i, g, p)
+		for _, f := range []struct {
+			field string
+			same  bool
+		}{
+			{"ID", g.ID == p.ID}, {"Title", g.Title == p.Title}, {"Description", g.Description == p.Description},
+			{"CommentsCount", g.CommentsCount == p.CommentsCount}, {"CreatedAt", g.CreatedAt.Truncate(1000).Equal(p.CreatedAt.Truncate(1000))},
+		} {
+			if !f.same {
+				t.Fatalf("post %d's %s after the round trip: %+v, want %+v", i, f.field, g, p)
+			}
 		}
 	}
 	for i, u := range want.Users {
-		if g := got.Users[i]; g.ID != u.ID || g.ScreenName != u.ScreenName || g.PasswordDigest != u.PasswordDigest || g.PostsCount != u.PostsCount {
-			t.Fatalf("user %d after the round trip: %+v, want %+v", i, g, u)
+		g := got.Users[i]
+		for _, f := range []struct {
+			field string
+			same  bool
+		}{
+			{"ID", g.ID == u.ID}, {"ScreenName", g.ScreenName == u.ScreenName}, {"PasswordDigest", g.PasswordDigest == u.PasswordDigest}, {"PostsCount", g.PostsCount == u.PostsCount},
+		} {
+			if !f.same {
+				t.Fatalf("user %d's %s after the round trip: %+v, want %+v", i, f.field, g, u)
+			}
 		}
 	}
 	// The PostgreSQL copy serves: the deleted post is gone, the others are there.

@@ -148,8 +148,8 @@ func (fs *flagSet) durationHint(args []string) string {
 	return ""
 }
 
-// durationHintFor is durationHint for one flag and value: "-z 2" is two
-// seconds to a person but no duration to time.ParseDuration.
+// durationHintFor is durationHint for one flag and value: "-z 2" and
+// "-z 5sec" are seconds to a person but no duration to time.ParseDuration.
 func (fs *flagSet) durationHintFor(name, value string) string {
 	f := fs.Lookup(name)
 	if f == nil {
@@ -165,8 +165,37 @@ func (fs *flagSet) durationHintFor(name, value string) string {
 	if _, err := time.ParseDuration(value); err == nil {
 		return ""
 	}
-	if _, err := strconv.ParseFloat(value, 64); err != nil {
-		return ""
+	if d, ok := spelledDuration(value); ok {
+		return fmt.Sprintf("; did you mean %s?", d)
 	}
-	return fmt.Sprintf("; did you mean %ss?", value)
+	return ""
+}
+
+// durationUnits are the spellings of a unit that time.ParseDuration does not
+// accept but people type, with the one it does.
+var durationUnits = map[string]string{
+	"": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+	"msec": "ms", "msecs": "ms", "millisecond": "ms", "milliseconds": "ms",
+	"min": "m", "mins": "m", "minute": "m", "minutes": "m",
+	"hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+}
+
+// spelledDuration turns a number with no unit or a spelled-out one ("5",
+// "5sec", "1.5 minutes") into the duration ParseDuration reads ("5s",
+// "5s", "1.5m").
+func spelledDuration(value string) (string, bool) {
+	v := strings.TrimSpace(value)
+	i := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i < 0 {
+		i = len(v)
+	}
+	num, unit := v[:i], strings.ToLower(strings.TrimSpace(v[i:]))
+	if _, err := strconv.ParseFloat(num, 64); err != nil {
+		return "", false
+	}
+	u, ok := durationUnits[unit]
+	if !ok {
+		return "", false
+	}
+	return num + u, true
 }

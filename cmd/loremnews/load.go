@@ -102,6 +102,7 @@ func parseLoadFlags(args []string, stdout, stderr io.Writer) (loadCommand, error
 		return loadCommand{}, err
 	}
 	_ = latencyCorrection // always on: see the flag's help
+	cfg.GiveUpAfter = giveUpAfter
 	cfg.URL = fs.positional[0]
 	cfg.Header = headers.h
 	cfg.Method = strings.ToUpper(cfg.Method)
@@ -161,17 +162,41 @@ func (c loadCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 	return verdict(res, c.maxErrorRate)
 }
 
+// giveUpAfter is how long load keeps trying a URL that refuses every
+// connection. A closed port is the usual mistake (the server is not
+// running, or runs on another port); waiting out a -z window of minutes to
+// report it helps no one, and a server that is starting answers within it.
+const giveUpAfter = time.Second
+
 // verdict is the error the command exits with: none when enough requests
-// succeeded, else one line that says what happened.
+// succeeded, else one line that says what happened and, for the usual
+// mistakes, what to try.
 func verdict(r *load.Result, maxErrorRate float64) error {
 	if r.Successes() == 0 {
-		return fmt.Errorf("no request succeeded: %d of %d failed (%s)", r.Failures, r.Requests, failureSummary(r))
+		return fmt.Errorf("no request succeeded: %d of %d failed (%s)%s", r.Failures, r.Requests, failureSummary(r), failureHint(r))
 	}
 	if rate := 1 - r.SuccessRate(); rate > maxErrorRate {
 		return fmt.Errorf("error rate %.2f %% (%d of %d) is above --max-error-rate %.2f %% (%s)",
 			100*rate, r.Failures, r.Requests, 100*maxErrorRate, failureSummary(r))
 	}
 	return nil
+}
+
+// failureHint suggests the likely fix when no request succeeded: a server
+// that refused every connection is not listening there; one that answered
+// every request 404 or 405 does not serve that method at that URL (the
+// benchmarking endpoints take POST).
+func failureHint(r *load.Result) string {
+	if r.GaveUp {
+		return fmt.Sprintf("; stopped after %s: is the server running, on this port?", giveUpAfter)
+	}
+	if r.Answered == 0 || r.Answered != r.StatusCodes[http.StatusNotFound]+r.StatusCodes[http.StatusMethodNotAllowed] {
+		return ""
+	}
+	if r.Method != http.MethodPost {
+		return "; did you mean -m POST?"
+	}
+	return ""
 }
 
 // failureSummary names the failures: "20× connection refused", "30× 404".

@@ -49,8 +49,17 @@ func TestLoadCommand(t *testing.T) {
 		if err := json.Unmarshal(out.Bytes(), &s); err != nil {
 			t.Fatal(err)
 		}
-		if s.Requests != 10 || s.StatusCodes["200"] != 10 || s.BytesTotal != 50 || len(s.Percentiles) == 0 {
-			t.Fatalf("summary %+v", s)
+		if s.Requests != 10 {
+			t.Errorf("requests = %d, want 10", s.Requests)
+		}
+		if got := s.StatusCodes["200"]; got != 10 {
+			t.Errorf("200s = %d, want 10", got)
+		}
+		if s.BytesTotal != 50 {
+			t.Errorf("bytes = %d, want 50", s.BytesTotal)
+		}
+		if len(s.Percentiles) == 0 {
+			t.Errorf("no percentiles")
 		}
 	})
 	t.Run("UsageErrors", func(t *testing.T) {
@@ -71,7 +80,9 @@ func TestLoadCommand(t *testing.T) {
 
 // TestLoadFailureExitsNonZero: a run in which nothing succeeded, or more
 // failed than --max-error-rate allows, exits 1 with one line naming what
-// failed; its report says so and shows no latency figures.
+// failed and, for the usual mistakes, what to try; its report says so and
+// shows no latency figures. A closed port ends the run within a second or
+// two, whatever -z says.
 func TestLoadFailureExitsNonZero(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -84,6 +95,9 @@ func TestLoadFailureExitsNonZero(t *testing.T) {
 		switch {
 		case r.URL.Path == "/missing":
 			http.NotFound(w, r)
+		case r.URL.Path == "/post-only" && r.Method != http.MethodPost:
+			w.Header().Set("Allow", http.MethodPost)
+			w.WriteHeader(http.StatusMethodNotAllowed)
 		case r.URL.Path == "/flaky" && n.Add(1)%4 == 0:
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
@@ -97,15 +111,33 @@ func TestLoadFailureExitsNonZero(t *testing.T) {
 		inReport string
 	}{
 		{"ClosedPort", []string{closed, "-n", "10", "-c", "2"}, 1, "no request succeeded: 10 of 10 failed (10× connection refused)", "Success rate:\t0.00% (0 of 10 requests)"},
-		{"NotFound", []string{srv.URL + "/missing", "-n", "10", "-c", "2"}, 1, "no request succeeded: 10 of 10 failed (10× status 404)", "none measured"},
+		{"ClosedPortForAWhile", []string{closed, "-z", "30s", "-c", "2"}, 1, "failed (", "Success rate:\t0.00%"},
+		{"NotFound", []string{srv.URL + "/missing", "-n", "10", "-c", "2"}, 1, "no request succeeded: 10 of 10 failed (10× status 404); did you mean -m POST?", "none measured"},
+		{"NotFoundPOST", []string{srv.URL + "/missing", "-n", "10", "-c", "2", "-m", "POST"}, 1, "no request succeeded: 10 of 10 failed (10× status 404)", "none measured"},
+		{"MethodNotAllowed", []string{srv.URL + "/post-only", "-n", "10", "-c", "2"}, 1, "no request succeeded: 10 of 10 failed (10× status 405); did you mean -m POST?", "none measured"},
 		{"AboveMaxErrorRate", []string{srv.URL + "/flaky", "-n", "40", "-c", "1", "--max-error-rate", "0.1"}, 1, "error rate 25.00 % (10 of 40) is above --max-error-rate 10.00 % (10× status 503)", "Success rate:\t75.00% (30 of 40 requests)"},
 		{"WithinMaxErrorRate", []string{srv.URL + "/flaky", "-n", "40", "-c", "1", "--max-error-rate", "0.3"}, 0, "", "[503]\t10 responses"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, stderr bytes.Buffer
+			start := time.Now()
 			code := exitCode(run(context.Background(), append([]string{"load"}, c.args...), &out, io.Discard), &stderr)
+			took := time.Since(start)
 			if code != c.exit || !strings.Contains(stderr.String(), c.line) {
 				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, stderr.String(), c.exit, c.line)
+			}
+			if lines := strings.Count(strings.TrimSpace(stderr.String()), "\n"); lines > 0 {
+				t.Fatalf("error is %d lines, want one:\n%s", lines+1, stderr.String())
+			}
+			stoppedEarly := strings.Contains(stderr.String(), "stopped after 1s: is the server running, on this port?")
+			if wantEarly := c.name == "ClosedPortForAWhile"; stoppedEarly != wantEarly {
+				t.Fatalf("stderr %q: gave up = %v, want %v", stderr.String(), stoppedEarly, wantEarly)
+			}
+			if stoppedEarly && took > 3*time.Second {
+				t.Fatalf("against a closed port with -z 30s the run took %s, want at most 3s", took)
+			}
+			if c.name == "NotFoundPOST" && strings.Contains(stderr.String(), "did you mean") {
+				t.Fatalf("a POST that got 404 is told to POST: %q", stderr.String())
 			}
 			if !strings.Contains(out.String(), c.inReport) {
 				t.Fatalf("report lacks %q:\n%s", c.inReport, out.String())
@@ -151,8 +183,14 @@ func TestOpenLoopReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Due at 0, 2 s: two requests over a 4 s window.
-	if s.Rate != 0.5 || s.Requests != 2 || s.SendRate < 0.4 || s.SendRate > 0.6 {
-		t.Fatalf("rate %v, requests %d, send rate %v", s.Rate, s.Requests, s.SendRate)
+	if s.Rate != 0.5 {
+		t.Errorf("rate = %v, want 0.5", s.Rate)
+	}
+	if s.Requests != 2 {
+		t.Errorf("requests = %d, want 2", s.Requests)
+	}
+	if s.SendRate < 0.4 || s.SendRate > 0.6 {
+		t.Errorf("send rate = %v, want 0.4 to 0.6", s.SendRate)
 	}
 	out.Reset()
 	if err := run(context.Background(), []string{"load", "-q", "0.5", "-n", "1", "-c", "1", srv.URL}, &out, io.Discard); err != nil {

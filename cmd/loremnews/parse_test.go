@@ -50,8 +50,20 @@ func TestParseSeedFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.db.dsn != "x.sqlite3" || c.seed.users != 7 || c.seed.posts != 30 || c.seed.seed != 9 || !c.quiet {
-		t.Errorf("%+v", c)
+	if c.db.dsn != "x.sqlite3" {
+		t.Errorf("dsn = %q, want x.sqlite3", c.db.dsn)
+	}
+	if c.seed.users != 7 {
+		t.Errorf("users = %d, want 7", c.seed.users)
+	}
+	if c.seed.posts != 30 {
+		t.Errorf("posts = %d, want 30", c.seed.posts)
+	}
+	if c.seed.seed != 9 {
+		t.Errorf("seed = %d, want 9", c.seed.seed)
+	}
+	if !c.quiet {
+		t.Errorf("quiet = false, want true")
 	}
 	_, err = parseSeedFlags([]string{"--users", "0"}, io.Discard)
 	wantUsageError(t, err, "--users")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/loremnews/loremnews"
@@ -230,6 +232,11 @@ func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	ln, err := net.Listen("tcp", c.addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// The usual first mistake: a second `make run`, or another site
+		// on port 3000. Say how to pick another address.
+		return fmt.Errorf("listen on %s: %w: another program listens there; pick another address with --addr HOST:PORT or LOREM_ADDR (make run ADDR=127.0.0.1:3001)", c.addr, err)
+	}
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.addr, err)
 	}

@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,8 +156,86 @@ func TestParseServeFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.benchmarking || len(c.site.TrustedProxies) != 1 || c.site.MaxInFlight != 8 || string(c.site.SecretKey) != strings.Repeat("k", 32) ||
-		c.logLevel != slog.LevelWarn || c.metricsAddr != "127.0.0.1:9100" || !c.metrics || c.db.profile != "naive" || c.shutdownTimeout != 10*time.Second {
-		t.Errorf("%+v", c)
+	for _, f := range []struct {
+		field     string
+		got, want any
+	}{
+		{"benchmarking", c.benchmarking, true},
+		{"trusted proxies", len(c.site.TrustedProxies), 1},
+		{"max in flight", c.site.MaxInFlight, 8},
+		{"secret key", string(c.site.SecretKey), strings.Repeat("k", 32)},
+		{"log level", c.logLevel, slog.LevelWarn},
+		{"metrics addr", c.metricsAddr, "127.0.0.1:9100"},
+		{"metrics", c.metrics, true},
+		{"profile", c.db.profile, "naive"},
+		{"shutdown timeout", c.shutdownTimeout, 10 * time.Second},
+	} {
+		if f.got != f.want {
+			t.Errorf("%s = %v, want %v", f.field, f.got, f.want)
+		}
+	}
+}
+
+// TestServeAddressInUse: serving on a taken address fails at once with an
+// error that says how to pick another one.
+func TestServeAddressInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	err = run(context.Background(), []string{"serve", "--addr", taken.Addr().String(), "--db", filepath.Join(t.TempDir(), "a.sqlite3")}, io.Discard, io.Discard)
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("err = %v, want EADDRINUSE", err)
+	}
+	for _, want := range []string{taken.Addr().String(), "--addr HOST:PORT", "LOREM_ADDR", "make run ADDR="} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+}
+
+// TestMakeRunAddress: make run passes --addr (and --db) only when ADDR (DB)
+// is given, so that serve's environment twins LOREM_ADDR and LOREM_DB work
+// through make as well.
+func TestMakeRunAddress(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		env     []string
+		want    string
+		notWant []string
+	}{
+		{"defaults", nil, nil, "bin/loremnews serve --seed-if-empty", []string{"--addr", "--db"}},
+		{"LOREM_ADDR", nil, []string{"LOREM_ADDR=127.0.0.1:3001"}, "bin/loremnews serve --seed-if-empty", []string{"--addr"}},
+		{"ADDR", []string{"ADDR=127.0.0.1:3002"}, nil, "--addr 127.0.0.1:3002", nil},
+		{"DB", []string{"DB=/tmp/x.sqlite3"}, nil, "--db /tmp/x.sqlite3", []string{"--addr"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command("make", append([]string{"-n", "-C", filepath.Join("..", ".."), "run"}, tt.args...)...)
+			cmd.Env = append(os.Environ(), tt.env...)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("make -n run: %v\n%s", err, out)
+			}
+			var line string
+			for l := range strings.Lines(string(out)) {
+				if strings.Contains(l, "bin/loremnews serve") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, tt.want) {
+				t.Errorf("make -n run %v = %q, want it to contain %q", tt.args, line, tt.want)
+			}
+			for _, nw := range tt.notWant {
+				if strings.Contains(line, nw) {
+					t.Errorf("make -n run %v = %q, passes %s", tt.args, line, nw)
+				}
+			}
+		})
 	}
 }
