@@ -289,7 +289,7 @@ func (db *DB) DatabaseStats() loremnews.DatabaseStats {
 		Setup: string(s.Profile),
 		Lock:  &loremnews.LockStats{BusyRetries: s.BusyRetries, BusyErrors: s.BusyErrors},
 		WriterQueue: &loremnews.WriterQueueStats{Depth: s.Writer.Depth, MaxDepth: s.Writer.MaxDepth,
-			Turns: s.Writer.Acquired, Abandoned: s.Writer.Abandoned, Commits: s.Writer.Commits},
+			Turns: s.Writer.Turns, Abandoned: s.Writer.Abandoned, Commits: s.Writer.Commits},
 	}
 	pool := func(name string, p sql.DBStats) loremnews.PoolStats {
 		return loremnews.PoolStats{Name: name, Open: p.OpenConnections, InUse: p.InUse, Waits: p.WaitCount, WaitTime: p.WaitDuration}
