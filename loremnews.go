@@ -314,10 +314,9 @@ type PostStore interface {
 	FindPostByID(ctx context.Context, id int64) (*Post, error)
 	UpdatePost(ctx context.Context, id int64, in PostInput) (*Post, error)
 	DeletePost(ctx context.Context, id int64) error
-	// RecentPosts lists the newest posts with their authors.
-	RecentPosts(ctx context.Context, limit int) ([]*Post, error)
 	// PostsBefore lists the newest posts with id < beforeID, with their
-	// authors: the front page's next page, keyset-paged like UserPosts.
+	// authors: the front page (beforeID math.MaxInt64) and its next pages,
+	// keyset-paged like UserPosts.
 	PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*Post, error)
 	// PostPage loads a post with its author and its comments (newest first)
 	// with their authors. A post that existed but was deleted is EGONE; an
