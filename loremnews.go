@@ -252,9 +252,10 @@ func validText(field, s string, minLen, maxLen int) error {
 	return nil
 }
 
-// Store is everything the web layer needs from a database. The sqlite and
-// postgres packages implement it; handlers see only this interface, so no SQL, no
-// transaction and no choice of connection pool ever appears in a handler.
+// Store is everything the site's pages need from a database. The sqlite and
+// postgres packages implement it; handlers see only this interface (and,
+// on the load-test endpoints, BenchmarkStore), so no SQL, no transaction
+// and no choice of connection pool ever appears in a handler.
 type Store interface {
 	UserStore
 	PostStore
