@@ -26,6 +26,11 @@ const (
 	MaxPasswordLen    = 72 // bcrypt ignores bytes beyond 72; refuse rather than truncate silently
 )
 
+// validText checks a one-line field (or, with field "Comment", a comment's
+// body) against the rules every text input shares, so each form reports
+// them in the same words: valid UTF-8, no control characters, for one-line
+// fields no invisible characters and no stacked marks, and the length
+// limits, counted in characters.
 func validText(field, s string, minLen, maxLen int) error {
 	if !utf8.ValidString(s) {
 		return Errorf(EINVALID, "%s is not valid UTF-8 text.", field)
