@@ -9,15 +9,13 @@ import (
 // http package; any other error is internal, logged, and shown to the user
 // only as a generic message.
 const (
-	ECONFLICT     = "conflict"     // the request clashes with the current state
-	EINTERNAL     = "internal"     // a bug or an unavailable database
-	EINVALID      = "invalid"      // the input breaks a validation rule
-	ENOTFOUND     = "not_found"    // no such row
-	EGONE         = "gone"         // the row existed but was deleted
-	EUNAUTHORIZED = "unauthorized" // not signed in, or wrong password
-	EFORBIDDEN    = "forbidden"    // signed in, but not the owner
-	EUNAVAILABLE  = "unavailable"  // the database is busy or shutting down: retry later
-	ETOOMANY      = "too_many"     // too many attempts (failed sign-ins): slow down
+	EINTERNAL    = "internal"    // a bug or an unavailable database
+	EINVALID     = "invalid"     // the input breaks a validation rule
+	ENOTFOUND    = "not_found"   // no such row
+	EGONE        = "gone"        // the row existed but was deleted
+	EFORBIDDEN   = "forbidden"   // signed in, but not the owner
+	EUNAVAILABLE = "unavailable" // the database is busy or shutting down: retry later
+	ETOOMANY     = "too_many"    // too many attempts (failed sign-ins): slow down
 )
 
 // Error is an application error whose Message is safe to show to users.

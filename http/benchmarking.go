@@ -18,7 +18,8 @@ import (
 // but point_read, the read alone. Each action is one call of the
 // loremnews.BenchmarkStore the handler was given, then a response.
 
-// benchActions are the seven single actions.
+// benchActions are the eight single actions: the seven the mixes draw
+// from (benchActionOrder) and point_read.
 var benchActions = map[string]func(h *Handler, w http.ResponseWriter, r *http.Request) error{
 	"post_create":     (*Handler).benchPostCreate,
 	"comment_create":  (*Handler).benchCommentCreate,

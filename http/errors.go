@@ -18,12 +18,8 @@ func statusFor(code string) int {
 		return http.StatusNotFound
 	case loremnews.EGONE:
 		return http.StatusGone
-	case loremnews.EUNAUTHORIZED:
-		return http.StatusUnauthorized
 	case loremnews.EFORBIDDEN:
 		return http.StatusForbidden
-	case loremnews.ECONFLICT:
-		return http.StatusConflict
 	case loremnews.EUNAVAILABLE:
 		return http.StatusServiceUnavailable
 	case loremnews.ETOOMANY:
@@ -33,13 +29,14 @@ func statusFor(code string) int {
 	}
 }
 
+// statusTitles head the error page of each status renderError answers
+// with, so the reader sees at a glance what kind of failure it was; any
+// other status is headed "Error".
 var statusTitles = map[int]string{
 	http.StatusNotFound:              "Not found",
 	http.StatusGone:                  "Deleted",
 	http.StatusForbidden:             "Forbidden",
-	http.StatusUnauthorized:          "Not signed in",
 	http.StatusUnprocessableEntity:   "Invalid input",
-	http.StatusConflict:              "Conflict",
 	http.StatusServiceUnavailable:    "Busy",
 	http.StatusRequestEntityTooLarge: "Too large",
 	http.StatusBadRequest:            "Bad request",

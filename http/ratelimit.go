@@ -143,24 +143,6 @@ func (l *attemptLimiter) sweep(now time.Time) {
 	}
 }
 
-// len is the number of keys held.
-func (l *attemptLimiter) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.entries)
-}
-
-// count is the attempts key holds in its window (0 when not held), for
-// tests.
-func (l *attemptLimiter) count(key limitKey) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.entries[key]; ok {
-		return e.count
-	}
-	return 0
-}
-
 // entryHeap is a container/heap of entries, the oldest window first.
 type entryHeap []*attemptEntry
 

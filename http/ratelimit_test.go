@@ -198,3 +198,21 @@ func TestAddrGroup(t *testing.T) {
 		}
 	}
 }
+
+// len is the number of keys held, so a test can see the limiter forget.
+func (l *attemptLimiter) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.entries)
+}
+
+// count is the attempts key holds in its window (0 when not held), so a
+// test can see which key the limiter dropped.
+func (l *attemptLimiter) count(key limitKey) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.entries[key]; ok {
+		return e.count
+	}
+	return 0
+}

@@ -149,21 +149,9 @@ func deletePostRow(ctx context.Context, tx pgx.Tx, id int64) (authorID int64, er
 	return authorID, err
 }
 
-// RecentPosts lists the newest posts (ids grow with time).
-func (db *DB) RecentPosts(ctx context.Context, limit int) ([]*loremnews.Post, error) {
-	var posts []*loremnews.Post
-	err := db.read(ctx, func(q querier) (err error) {
-		posts, err = queryPosts(ctx, q, `ORDER BY p.id DESC LIMIT $1`, limit)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("recent posts: %w", err)
-	}
-	return posts, nil
-}
-
 // PostsBefore lists the newest posts with id < beforeID: a range of the
-// primary key, however deep the page, never an OFFSET scan.
+// primary key, however deep the page, never an OFFSET scan. Ids grow with
+// time, so "newest" is the id order.
 func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
 	err := db.read(ctx, func(q querier) (err error) {

@@ -30,7 +30,6 @@ func BenchmarkReads(b *testing.B) {
 	for name, read := range map[string]func() error{
 		"PostPage":    func() error { _, _, err := db.PostPage(ctx, 500); return err },
 		"UserPage":    func() error { _, _, _, err := db.UserPage(ctx, 50, 100); return err },
-		"RecentPosts": func() error { _, err := db.RecentPosts(ctx, 50); return err },
 		"PostsBefore": func() error { _, err := db.PostsBefore(ctx, 501, 100); return err },
 		"FindUser":    func() error { _, err := db.FindUserByID(ctx, 50); return err },
 		"PointRead":   func() error { _, err := db.Benchmark().PointRead(ctx); return err },

@@ -189,18 +189,12 @@ func (db *DB) startCheckpointer(ctx context.Context, path string, params url.Val
 	return nil
 }
 
-// Path is the database file's path.
-func (db *DB) Path() string { return db.path }
-
-// Name is the database file's path (loremnews.Database).
+// Name is the database file's path, for messages (loremnews.Database).
 func (db *DB) Name() string { return db.path }
 
 // Describe is "profile NAME": the connection setup is what tells SQLite
 // runs apart.
 func (db *DB) Describe() string { return "profile " + string(db.profile) }
-
-// Profile is the connection setup in use.
-func (db *DB) Profile() Profile { return db.profile }
 
 // Ping reports whether the database answers a query.
 func (db *DB) Ping(ctx context.Context) error {
@@ -289,7 +283,7 @@ func (db *DB) DatabaseStats() loremnews.DatabaseStats {
 		Setup: string(s.Profile),
 		Lock:  &loremnews.LockStats{BusyRetries: s.BusyRetries, BusyErrors: s.BusyErrors},
 		WriterQueue: &loremnews.WriterQueueStats{Depth: s.Writer.Depth, MaxDepth: s.Writer.MaxDepth,
-			Turns: s.Writer.Acquired, Abandoned: s.Writer.Abandoned, Commits: s.Writer.Commits},
+			Turns: s.Writer.Turns, Abandoned: s.Writer.Abandoned, Commits: s.Writer.Commits},
 	}
 	pool := func(name string, p sql.DBStats) loremnews.PoolStats {
 		return loremnews.PoolStats{Name: name, Open: p.OpenConnections, InUse: p.InUse, Waits: p.WaitCount, WaitTime: p.WaitDuration}

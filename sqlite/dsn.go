@@ -51,7 +51,7 @@ func parseDSN(dsn string) (path string, params url.Values, pragmas []pragma, err
 		return "", nil, nil, errors.New("sqlite: empty database path")
 	}
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return "", nil, nil, fmt.Errorf("sqlite: %q is a PostgreSQL URL; this build serves SQLite only", dsn)
+		return "", nil, nil, fmt.Errorf("sqlite: %q is a PostgreSQL URL; open it with the postgres package", dsn)
 	}
 	path, query, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
 	if path == "" || path == ":memory:" || strings.Contains(query, "mode=memory") {

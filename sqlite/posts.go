@@ -168,22 +168,9 @@ func deletePost(ctx context.Context, tx writeTx, id int64) error {
 	return err
 }
 
-// RecentPosts lists the newest posts. Ids grow with time (the seed inserts
-// in date order), so "newest" is the rowid order and needs no extra index.
-func (db *DB) RecentPosts(ctx context.Context, limit int) ([]*loremnews.Post, error) {
-	var posts []*loremnews.Post
-	err := db.read(ctx, func(q querier) (err error) {
-		posts, err = queryPosts(ctx, q, `ORDER BY p.id DESC LIMIT ?`, limit)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("recent posts: %w", err)
-	}
-	return posts, nil
-}
-
 // PostsBefore lists the newest posts with id < beforeID: a range of the
-// listing index, however deep the page, never an OFFSET scan.
+// listing index, however deep the page, never an OFFSET scan. Ids grow with
+// time (the seed inserts in date order), so "newest" is the id order.
 func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
 	err := db.read(ctx, func(q querier) (err error) {

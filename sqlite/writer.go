@@ -56,14 +56,15 @@ type writer struct {
 	stats WriterQueueStats
 }
 
-// WriterQueueStats is a snapshot of the writer's counters.
+// WriterQueueStats is a snapshot of the writer's counters, for /metrics
+// (through loremnews.WriterQueueStats) and for tests that watch writes
+// queue.
 type WriterQueueStats struct {
-	Depth     int           // writes and touches waiting now
-	MaxDepth  int           // most writes ever waiting at once
-	Acquired  int64         // writes and touches run
-	Abandoned int64         // writes and touches that left before their turn (context ended)
-	WaitTotal time.Duration // sum of all waits for the turn
-	Commits   int64         // transactions the writer committed
+	Depth     int   // writes and touches waiting now
+	MaxDepth  int   // most writes and touches ever waiting at once
+	Turns     int64 // writes and touches run
+	Abandoned int64 // writes and touches that left before their turn (context ended)
+	Commits   int64 // transactions the writer committed
 }
 
 // groupCommitBatch bounds a group commit's batch, so the first write in it
@@ -73,13 +74,18 @@ const groupCommitBatch = 32
 // maxTouches bounds the touches committed together.
 const maxTouches = 256
 
-// Pending write states.
+// Pending write states: queued until the writer takes it (running) or its
+// caller leaves first (abandoned); the one that moves it out of queued
+// decides which.
 const (
 	writeQueued int32 = iota
 	writeRunning
 	writeAbandoned
 )
 
+// pendingWrite is one write or touch waiting in a queue: what to run, with
+// whose values, and where its result goes. Its state decides, under a
+// compare-and-swap, whether the writer runs it or its caller has left.
 type pendingWrite struct {
 	ctx    context.Context
 	fn     func(context.Context, writeTx) error
@@ -89,44 +95,51 @@ type pendingWrite struct {
 	userID int64      // a touch's result: the user it touched
 }
 
+// errClosed answers writes that were queued or submitted after Close.
 var errClosed = errors.New("sqlite: database is closed")
 
+// newWriter starts the writer goroutine of db, committing at most maxBatch
+// writes in one transaction (1: a transaction each).
 func newWriter(db *DB, maxBatch int) *writer {
-	c := &writer{db: db, maxBatch: maxBatch, queue: make(chan *pendingWrite, 4096), touches: make(chan *pendingWrite, 4096),
+	wr := &writer{db: db, maxBatch: maxBatch, queue: make(chan *pendingWrite, 4096), touches: make(chan *pendingWrite, 4096),
 		stop: make(chan struct{}), stopped: make(chan struct{})}
-	go c.run()
-	return c
+	go wr.run()
+	return wr
 }
 
 // submit queues fn and waits for its result: its own error, the batch's,
 // or EUNAVAILABLE if its turn did not come within the writer timeout.
-func (c *writer) submit(ctx context.Context, fn func(context.Context, writeTx) error) error {
+func (wr *writer) submit(ctx context.Context, fn func(context.Context, writeTx) error) error {
 	w := &pendingWrite{ctx: ctx, fn: fn, queued: time.Now(), done: make(chan error, 1)}
-	return c.wait(ctx, w, c.queue)
+	return wr.wait(ctx, w, wr.queue)
 }
 
 // touch queues a touch of a random user and waits until it has committed.
-func (c *writer) touch(ctx context.Context) (int64, error) {
+func (wr *writer) touch(ctx context.Context) (int64, error) {
 	w := &pendingWrite{ctx: ctx, queued: time.Now(), done: make(chan error, 1)}
-	if err := c.wait(ctx, w, c.touches); err != nil {
+	if err := wr.wait(ctx, w, wr.touches); err != nil {
 		return 0, err
 	}
 	return w.userID, nil
 }
 
-func (c *writer) wait(ctx context.Context, w *pendingWrite, queue chan *pendingWrite) error {
-	timer := time.NewTimer(c.db.writerTimeout)
+// wait queues w and waits for its result. A caller that leaves (its
+// context ends, the writer timeout passes, the database closes) before its
+// turn marks w abandoned, so the writer skips it; once w runs, its result
+// is awaited whatever happens, so no caller is told a committed write failed.
+func (wr *writer) wait(ctx context.Context, w *pendingWrite, queue chan *pendingWrite) error {
+	timer := time.NewTimer(wr.db.writerTimeout)
 	defer timer.Stop()
 	select {
 	case queue <- w:
-	case <-c.stopped:
+	case <-wr.stopped:
 		return errClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timer.C:
 		return fmt.Errorf("wait for writer turn: %w", context.DeadlineExceeded)
 	}
-	c.noteDepth()
+	wr.noteDepth()
 	var giveUp error
 	select {
 	case err := <-w.done:
@@ -135,30 +148,33 @@ func (c *writer) wait(ctx context.Context, w *pendingWrite, queue chan *pendingW
 		giveUp = ctx.Err()
 	case <-timer.C:
 		giveUp = fmt.Errorf("wait for writer turn: %w", context.DeadlineExceeded)
-	case <-c.stopped:
+	case <-wr.stopped:
 		giveUp = errClosed
 	}
 	if w.state.CompareAndSwap(writeQueued, writeAbandoned) {
-		c.count(func(s *WriterQueueStats) { s.Abandoned++ })
+		wr.count(func(s *WriterQueueStats) { s.Abandoned++ })
 		return giveUp
 	}
 	return <-w.done // already running: its result is coming
 }
 
-func (c *writer) run() {
-	defer close(c.stopped)
+// run is the writer goroutine: until close, it takes a write or a touch
+// (at random when both wait, as select does), with whatever else of its
+// kind is waiting, and commits them.
+func (wr *writer) run() {
+	defer close(wr.stopped)
 	for {
 		select {
-		case w := <-c.queue:
-			batch := c.gather([]*pendingWrite{w}, c.queue, c.maxBatch)
-			if c.maxBatch == 1 {
-				c.commitOne(batch)
+		case w := <-wr.queue:
+			batch := wr.gather([]*pendingWrite{w}, wr.queue, wr.maxBatch)
+			if wr.maxBatch == 1 {
+				wr.commitOne(batch)
 			} else {
-				c.commit(batch)
+				wr.commit(batch)
 			}
-		case w := <-c.touches:
-			c.commitTouches(c.gather([]*pendingWrite{w}, c.touches, maxTouches))
-		case <-c.stop:
+		case w := <-wr.touches:
+			wr.commitTouches(wr.gather([]*pendingWrite{w}, wr.touches, maxTouches))
+		case <-wr.stop:
 			return
 		}
 	}
@@ -166,7 +182,7 @@ func (c *writer) run() {
 
 // gather adds to batch what is waiting in queue now, up to max, and
 // returns the writes not abandoned meanwhile, marked running.
-func (c *writer) gather(batch []*pendingWrite, queue chan *pendingWrite, max int) []*pendingWrite {
+func (wr *writer) gather(batch []*pendingWrite, queue chan *pendingWrite, max int) []*pendingWrite {
 gather:
 	for len(batch) < max {
 		select {
@@ -179,9 +195,8 @@ gather:
 	live := batch[:0]
 	for _, w := range batch {
 		if w.state.CompareAndSwap(writeQueued, writeRunning) {
-			c.db.observeWriteWait(w.queued)
-			wait := time.Since(w.queued)
-			c.count(func(s *WriterQueueStats) { s.Acquired++; s.WaitTotal += wait })
+			wr.db.observeWriteWait(w.queued)
+			wr.count(func(s *WriterQueueStats) { s.Turns++ })
 			live = append(live, w)
 		}
 	}
@@ -189,22 +204,22 @@ gather:
 }
 
 // commitOne runs a write in a transaction of its own.
-func (c *writer) commitOne(batch []*pendingWrite) {
+func (wr *writer) commitOne(batch []*pendingWrite) {
 	if len(batch) == 0 {
 		return
 	}
 	w := batch[0]
-	conn, err := c.begin()
+	conn, err := wr.begin()
 	if err != nil {
 		w.done <- fmt.Errorf("begin: %w", err)
 		return
 	}
 	if err := w.fn(context.WithoutCancel(w.ctx), conn); err != nil {
-		c.rollback(conn)
+		wr.rollback(conn)
 		w.done <- err
 		return
 	}
-	if err := c.commitOn(conn); err != nil {
+	if err := wr.commitOn(conn); err != nil {
 		w.done <- fmt.Errorf("commit: %w", err)
 		return
 	}
@@ -217,52 +232,52 @@ func (c *writer) commitOne(batch []*pendingWrite) {
 // a *sql.Tx: database/sql starts a goroutine for every *sql.Tx (to roll it
 // back if its context ends) and one for every query inside one, and a
 // write here is never cancelled (see writer).
-func (c *writer) begin() (*sql.Conn, error) {
+func (wr *writer) begin() (*sql.Conn, error) {
 	bg := context.Background()
-	conn, err := c.db.writeDB.Conn(bg)
+	conn, err := wr.db.writeDB.Conn(bg)
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(c.db.writerTimeout)
+	deadline := time.Now().Add(wr.db.writerTimeout)
 	for count := 0; ; count++ {
 		_, err := conn.ExecContext(bg, `BEGIN IMMEDIATE`)
 		if err == nil {
 			return conn, nil
 		}
-		if !isBusy(err) || !c.db.retryBusy(count, deadline) {
+		if !isBusy(err) || !wr.db.retryBusy(count, deadline) {
 			conn.Close()
 			return nil, err
 		}
-		c.db.busyRetries.Add(1)
-		time.Sleep(c.db.busyInterval())
+		wr.db.busyRetries.Add(1)
+		time.Sleep(wr.db.busyInterval())
 	}
 }
 
 // commitOn commits the transaction on conn and gives the connection back;
 // if COMMIT fails, the transaction is rolled back first, so the connection
 // never goes back to the pool inside one.
-func (c *writer) commitOn(conn *sql.Conn) error {
+func (wr *writer) commitOn(conn *sql.Conn) error {
 	if _, err := conn.ExecContext(context.Background(), `COMMIT`); err != nil {
-		c.rollback(conn)
+		wr.rollback(conn)
 		return err
 	}
 	conn.Close()
-	c.count(func(s *WriterQueueStats) { s.Commits++ })
-	c.committed()
+	wr.count(func(s *WriterQueueStats) { s.Commits++ })
+	wr.committed()
 	return nil
 }
 
 // rollback rolls back the transaction on conn and gives the connection
 // back. It cannot fail in a way worth reporting over the error that caused
 // it; if SQLite already rolled back, there is nothing to roll back.
-func (c *writer) rollback(conn *sql.Conn) {
+func (wr *writer) rollback(conn *sql.Conn) {
 	conn.ExecContext(context.Background(), `ROLLBACK`)
 	conn.Close()
 }
 
 // commitTouches touches a random user for each of batch, in one
 // transaction.
-func (c *writer) commitTouches(batch []*pendingWrite) {
+func (wr *writer) commitTouches(batch []*pendingWrite) {
 	if len(batch) == 0 {
 		return
 	}
@@ -272,20 +287,20 @@ func (c *writer) commitTouches(batch []*pendingWrite) {
 			w.done <- err
 		}
 	}
-	conn, err := c.begin()
+	conn, err := wr.begin()
 	if err != nil {
 		fail(fmt.Errorf("begin: %w", err))
 		return
 	}
-	now := c.db.now()
+	now := wr.db.now()
 	for _, w := range batch {
 		if w.userID, err = touchOneRandomUser(bg, conn, now); err != nil {
-			c.rollback(conn)
+			wr.rollback(conn)
 			fail(err)
 			return
 		}
 	}
-	if err := c.commitOn(conn); err != nil {
+	if err := wr.commitOn(conn); err != nil {
 		fail(fmt.Errorf("commit: %w", err))
 		return
 	}
@@ -294,12 +309,12 @@ func (c *writer) commitTouches(batch []*pendingWrite) {
 
 // commit runs a batch in one transaction, each write in a savepoint; see
 // writer.
-func (c *writer) commit(live []*pendingWrite) {
+func (wr *writer) commit(live []*pendingWrite) {
 	if len(live) == 0 {
 		return
 	}
 	bg := context.Background()
-	tx, err := c.begin()
+	tx, err := wr.begin()
 	if err != nil {
 		for _, w := range live {
 			w.done <- fmt.Errorf("begin: %w", err)
@@ -308,7 +323,7 @@ func (c *writer) commit(live []*pendingWrite) {
 	}
 	results := make([]error, len(live))
 	fail := func(err error) {
-		c.rollback(tx)
+		wr.rollback(tx)
 		for _, w := range live {
 			w.done <- err
 		}
@@ -337,30 +352,32 @@ func (c *writer) commit(live []*pendingWrite) {
 		return
 	}
 	tx.Close()
-	c.count(func(s *WriterQueueStats) { s.Commits++ })
-	c.committed()
+	wr.count(func(s *WriterQueueStats) { s.Commits++ })
+	wr.committed()
 	for i, w := range live {
 		w.done <- results[i]
 	}
 }
 
 // committed tells the checkpointer, if any, that a transaction committed.
-func (c *writer) committed() {
-	if ck := c.db.checkpointer; ck != nil {
-		ck.committed(context.Background(), c.db.writeDB)
+func (wr *writer) committed() {
+	if ck := wr.db.checkpointer; ck != nil {
+		ck.committed(context.Background(), wr.db.writeDB)
 	}
 }
 
-func (c *writer) close() {
-	close(c.stop)
-	<-c.stopped
+// close stops the writer goroutine and answers errClosed to every write
+// still queued.
+func (wr *writer) close() {
+	close(wr.stop)
+	<-wr.stopped
 	for { // answer anything still queued
 		select {
-		case w := <-c.queue:
+		case w := <-wr.queue:
 			if w.state.CompareAndSwap(writeQueued, writeAbandoned) {
 				w.done <- errClosed
 			}
-		case w := <-c.touches:
+		case w := <-wr.touches:
 			if w.state.CompareAndSwap(writeQueued, writeAbandoned) {
 				w.done <- errClosed
 			}
@@ -370,21 +387,25 @@ func (c *writer) close() {
 	}
 }
 
-func (c *writer) noteDepth() {
-	d := len(c.queue) + len(c.touches)
-	c.count(func(s *WriterQueueStats) { s.MaxDepth = max(s.MaxDepth, d) })
+// noteDepth records the queues' length after a write or touch joined them,
+// for MaxDepth.
+func (wr *writer) noteDepth() {
+	d := len(wr.queue) + len(wr.touches)
+	wr.count(func(s *WriterQueueStats) { s.MaxDepth = max(s.MaxDepth, d) })
 }
 
-func (c *writer) count(f func(*WriterQueueStats)) {
-	c.mu.Lock()
-	f(&c.stats)
-	c.mu.Unlock()
+// count updates the counters under their lock.
+func (wr *writer) count(f func(*WriterQueueStats)) {
+	wr.mu.Lock()
+	f(&wr.stats)
+	wr.mu.Unlock()
 }
 
-func (c *writer) snapshot() WriterQueueStats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.stats
-	s.Depth = len(c.queue) + len(c.touches)
+// snapshot returns the counters with the queues' depth now.
+func (wr *writer) snapshot() WriterQueueStats {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	s := wr.stats
+	s.Depth = len(wr.queue) + len(wr.touches)
 	return s
 }

@@ -57,7 +57,7 @@ func testPosts(t *testing.T, open Opener) {
 		for i := range 5 {
 			MustCreatePost(t, db, bob.ID, fmt.Sprintf("Listing post %d", i))
 		}
-		recent, err := db.RecentPosts(ctx, 3)
+		recent, err := db.PostsBefore(ctx, math.MaxInt64, 3)
 		if err != nil || len(recent) != 3 || recent[0].Title != "Listing post 4" || recent[0].Author.ScreenName != "bob" {
 			t.Fatalf("recent = %v, %v", recent, err)
 		}

@@ -79,6 +79,6 @@ func (cmd backupCommand) run(ctx context.Context, stdout io.Writer) error {
 	}
 	fi, _ := os.Stat(cmd.to)
 	fmt.Fprintf(stdout, "backed up %s to %s in %s: %d bytes; %d users, %d posts, %d comments; integrity ok\n",
-		db.Path(), cmd.to, took.Round(1e6), fi.Size(), c.Users, c.Posts, c.Comments)
+		db.Name(), cmd.to, took.Round(1e6), fi.Size(), c.Users, c.Posts, c.Comments)
 	return nil
 }

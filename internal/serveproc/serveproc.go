@@ -111,9 +111,6 @@ func Start(ctx context.Context, binary string, args []string, log io.Writer) (*P
 // Pid is the server's process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
-// Exited is closed once the process has exited.
-func (p *Process) Exited() <-chan struct{} { return p.exited }
-
 // ExitCode is the process's exit code once it has exited (-1 if a signal
 // ended it).
 func (p *Process) ExitCode() int {

@@ -112,7 +112,7 @@ func TestStopKillsAStubbornServer(t *testing.T) {
 		t.Fatalf("stop: %v, want a kill", err)
 	}
 	select {
-	case <-p.Exited():
+	case <-p.exited:
 	default:
 		t.Fatal("Stop returned with the process still running")
 	}

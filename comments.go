@@ -1,0 +1,33 @@
+package loremnews
+
+import (
+	"strings"
+	"time"
+)
+
+// Comment is a reply to a post. Author and Post are filled in by queries that
+// join them (a post page needs the authors, a user page the post titles).
+type Comment struct {
+	ID        int64
+	PostID    int64
+	UserID    int64
+	Body      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+
+	Author *User
+	Post   *Post
+}
+
+// CommentInput is what a user may set on a comment.
+type CommentInput struct {
+	Body string
+}
+
+// Normalize trims surrounding space.
+func (in *CommentInput) Normalize() { in.Body = strings.TrimSpace(in.Body) }
+
+// Validate reports the first rule the input breaks as an EINVALID error.
+func (in CommentInput) Validate() error {
+	return validText("Comment", in.Body, MinBodyLen, MaxBodyLen)
+}
