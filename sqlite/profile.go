@@ -44,10 +44,9 @@ const (
 	// ProfileBatch is split whose writers queue (first come, first served)
 	// for one goroutine that commits the writes queued at that moment
 	// together (group commit, each write in its own savepoint; see
-	// writer.go). Measured here, with the touches sharing a commit in
-	// split too: a tie with split at 20 connections, more throughput and
-	// a shorter p99 at 256 (docs/setups.md). It is not the default because
-	// a failed COMMIT fails every write of its batch, where in split each
+	// writer.go). With the touches sharing a commit in split too, the two
+	// measure alike (docs/setups.md). It is not the default because a
+	// failed COMMIT fails every write of its batch, where in split each
 	// write commits or fails alone.
 	ProfileBatch Profile = "batch"
 	// ProfileDurable is split with synchronous=FULL: every commit waits for
