@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/loremnews/loremnews/pgcluster/pgtest"
+	"github.com/loremnews/loremnews/storetest"
 )
 
 // Every time a database held as timestamptz reads back, after the
@@ -85,28 +86,7 @@ func TestTimesRoundTripThroughTheMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]time.Time{}
-	put := func(table string, id int64, col string, v time.Time) {
-		got[fmt.Sprintf("%s %d %s", table, id, col)] = v
-	}
-	for _, u := range ds.Users {
-		put("users", u.ID, "last_seen_at", u.LastSeenAt)
-		put("users", u.ID, "created_at", u.CreatedAt)
-		put("users", u.ID, "updated_at", u.UpdatedAt)
-	}
-	for _, p := range ds.Posts {
-		put("posts", p.ID, "published_at", p.PublishedAt)
-		put("posts", p.ID, "created_at", p.CreatedAt)
-		put("posts", p.ID, "updated_at", p.UpdatedAt)
-	}
-	for _, c := range ds.Comments {
-		put("comments", c.ID, "created_at", c.CreatedAt)
-		put("comments", c.ID, "updated_at", c.UpdatedAt)
-	}
-	for _, s := range ds.Sessions {
-		put("sessions", s.ID, "created_at", s.CreatedAt)
-		put("sessions", s.ID, "updated_at", s.UpdatedAt)
-	}
+	got := storetest.TimesOf(ds)
 	if len(want) != 13 || len(got) != len(want) {
 		t.Fatalf("%d times after the migration, %d before (want 13)", len(got), len(want))
 	}

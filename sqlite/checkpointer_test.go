@@ -36,23 +36,7 @@ func BenchmarkWritesBesideReads(b *testing.B) {
 			var mu sync.Mutex
 			var left atomic.Int64
 			left.Store(int64(b.N))
-			stop := make(chan struct{})
-			var readers sync.WaitGroup
-			for range 8 {
-				readers.Go(func() {
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						if _, _, err := db.Benchmark().ShowPost(ctx); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
+			stopReaders := readUntilStopped(b, 8, func() error { _, _, err := db.Benchmark().ShowPost(ctx); return err })
 			b.ResetTimer()
 			var writers sync.WaitGroup
 			for range 16 {
@@ -72,8 +56,7 @@ func BenchmarkWritesBesideReads(b *testing.B) {
 			}
 			writers.Wait()
 			b.StopTimer()
-			close(stop)
-			readers.Wait()
+			stopReaders()
 			for _, q := range []float64{50, 99, 99.9, 100} {
 				b.ReportMetric(float64(hist.ValueAtQuantile(q))/1000, fmt.Sprintf("p%v-ms", q))
 			}
@@ -111,23 +94,7 @@ func TestCheckpointerKeepsTheWALSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	var readers sync.WaitGroup
-	for range 4 {
-		readers.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := db.PostsBefore(ctx, 1<<40, 50); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
+	stopReaders := readUntilStopped(t, 4, func() error { _, err := db.PostsBefore(ctx, 1<<40, 50); return err })
 	const writes = 6000
 	var largest int64
 	for i := range writes {
@@ -138,8 +105,7 @@ func TestCheckpointerKeepsTheWALSmall(t *testing.T) {
 			largest = max(largest, walSize(t, path))
 		}
 	}
-	close(stop)
-	readers.Wait()
+	stopReaders()
 	runs, _, _, errs := db.CheckpointStats()
 	if runs == 0 || errs != 0 {
 		t.Errorf("%d checkpoints, %d failed; want some, none failed", runs, errs)
@@ -163,5 +129,31 @@ func TestCheckpointerKeepsTheWALSmall(t *testing.T) {
 	}
 	if !c.OK() || c.Comments != before.Comments+writes {
 		t.Fatalf("after the checkpoints: %+v, want consistent with %d comments", c, before.Comments+writes)
+	}
+}
+
+// readUntilStopped runs read in a loop on n goroutines until the returned
+// function is called, which waits for them; a failed read fails tb.
+func readUntilStopped(tb testing.TB, n int, read func() error) (stop func()) {
+	done := make(chan struct{})
+	var readers sync.WaitGroup
+	for range n {
+		readers.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := read(); err != nil {
+					tb.Error(err)
+					return
+				}
+			}
+		})
+	}
+	return func() {
+		close(done)
+		readers.Wait()
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/sqlite"
+	"github.com/loremnews/loremnews/storetest"
 )
 
 // createOldDatabase creates, at path, a database as the schema stood before
@@ -91,29 +92,7 @@ func newTimes(t *testing.T, db *sqlite.DB) map[string]time.Time {
 	if err != nil {
 		t.Fatal(err)
 	}
-	times := map[string]time.Time{}
-	put := func(table string, id int64, col string, v time.Time) {
-		times[fmt.Sprintf("%s %d %s", table, id, col)] = v
-	}
-	for _, u := range ds.Users {
-		put("users", u.ID, "last_seen_at", u.LastSeenAt)
-		put("users", u.ID, "created_at", u.CreatedAt)
-		put("users", u.ID, "updated_at", u.UpdatedAt)
-	}
-	for _, p := range ds.Posts {
-		put("posts", p.ID, "published_at", p.PublishedAt)
-		put("posts", p.ID, "created_at", p.CreatedAt)
-		put("posts", p.ID, "updated_at", p.UpdatedAt)
-	}
-	for _, c := range ds.Comments {
-		put("comments", c.ID, "created_at", c.CreatedAt)
-		put("comments", c.ID, "updated_at", c.UpdatedAt)
-	}
-	for _, s := range ds.Sessions {
-		put("sessions", s.ID, "created_at", s.CreatedAt)
-		put("sessions", s.ID, "updated_at", s.UpdatedAt)
-	}
-	return times
+	return storetest.TimesOf(ds)
 }
 
 // Every time a database held as DATETIME text reads back, after the

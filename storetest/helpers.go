@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/seed"
@@ -76,4 +78,33 @@ func WantCode(tb testing.TB, err error, code string) {
 func wantCode(tb testing.TB, err error, code string) {
 	tb.Helper()
 	WantCode(tb, err, code)
+}
+
+// TimesOf lists every time in ds by "table id column" ("users 3
+// created_at"), so a test can compare the times two reads of the same rows
+// gave, as the stores' migration tests do.
+func TimesOf(ds *loremnews.Dataset) map[string]time.Time {
+	times := map[string]time.Time{}
+	put := func(table string, id int64, col string, v time.Time) {
+		times[fmt.Sprintf("%s %d %s", table, id, col)] = v
+	}
+	for _, u := range ds.Users {
+		put("users", u.ID, "last_seen_at", u.LastSeenAt)
+		put("users", u.ID, "created_at", u.CreatedAt)
+		put("users", u.ID, "updated_at", u.UpdatedAt)
+	}
+	for _, p := range ds.Posts {
+		put("posts", p.ID, "published_at", p.PublishedAt)
+		put("posts", p.ID, "created_at", p.CreatedAt)
+		put("posts", p.ID, "updated_at", p.UpdatedAt)
+	}
+	for _, c := range ds.Comments {
+		put("comments", c.ID, "created_at", c.CreatedAt)
+		put("comments", c.ID, "updated_at", c.UpdatedAt)
+	}
+	for _, s := range ds.Sessions {
+		put("sessions", s.ID, "created_at", s.CreatedAt)
+		put("sessions", s.ID, "updated_at", s.UpdatedAt)
+	}
+	return times
 }
