@@ -10,13 +10,19 @@ import (
 	"fmt"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/sqlitedb"
 	"github.com/mattn/go-sqlite3"
 )
 
-// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended code).
+// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended
+// code), from the driver or from the row reader.
 func isBusy(err error) bool {
 	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
+	if errors.As(err, &se) {
+		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
+	}
+	var re *sqlitedb.Error
+	return errors.As(err, &re) && re.Busy()
 }
 
 // isUniqueViolation reports whether err is a UNIQUE constraint failure.
