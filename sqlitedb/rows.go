@@ -174,11 +174,16 @@ func (c *driverConn) Close() error {
 		C.lite_unwatch_wal(c.handle, c.walFrames)
 		c.walFrames = nil
 	}
+	c.finalizeStatements()
+	return c.SQLiteConn.Close()
+}
+
+// finalizeStatements finalizes every statement the row reader kept.
+func (c *driverConn) finalizeStatements() {
 	for q, s := range c.stmts {
 		C.sqlite3_finalize(s)
 		delete(c.stmts, q)
 	}
-	return c.SQLiteConn.Close()
 }
 
 // Error is an error SQLite returned to the row reader.
@@ -196,11 +201,19 @@ func (c *driverConn) lastError(rc C.int) error {
 	return &Error{Code: int(C.sqlite3_extended_errcode(c.handle)), Message: C.GoString(C.sqlite3_errmsg(c.handle))}
 }
 
+// maxStatements bounds the statements the row reader keeps per
+// connection: a program that builds its SQL at run time would otherwise
+// grow the cache without end. Past it the cache starts over.
+const maxStatements = 128
+
 // statement returns query's prepared statement on c, preparing it on first
-// use and keeping it for the connection's life.
+// use and keeping it (up to maxStatements) for the connection's life.
 func (c *driverConn) statement(query string) (*C.sqlite3_stmt, error) {
 	if s, ok := c.stmts[query]; ok {
 		return s, nil
+	}
+	if len(c.stmts) >= maxStatements {
+		c.finalizeStatements()
 	}
 	cq := C.CString(query)
 	defer C.free(unsafe.Pointer(cq))

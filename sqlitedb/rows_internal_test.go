@@ -1,0 +1,38 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// A program that builds its SQL at run time does not grow the row
+// reader's statements without end, and every query still answers.
+func TestStatementCacheIsBounded(t *testing.T) {
+	ctx := context.Background()
+	db := sql.OpenDB(NewConnector("file:"+filepath.Join(t.TempDir(), "t.db"), nil))
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i := range 3 * maxStatements {
+		rows, err := Query(ctx, conn, fmt.Sprintf("SELECT %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rows.Next() || rows.Int64(0) != int64(i) {
+			t.Fatalf("SELECT %d read %d", i, rows.Int64(0))
+		}
+	}
+	var kept int
+	if err := conn.Raw(func(dc any) error { kept = len(dc.(*driverConn).stmts); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if kept > maxStatements || kept == 0 {
+		t.Fatalf("%d statements kept, want 1 to %d", kept, maxStatements)
+	}
+}
