@@ -30,7 +30,8 @@ import (
 // stop for checkpointIdle, the checkpointer truncates the WAL to zero
 // bytes (TRUNCATE), so a quiet database is one file again.
 type checkpointer struct {
-	conn      *sql.DB
+	conn      *sql.DB // the checkpointer's own connection
+	writeDB   *sql.DB // the writer's, for the checkpoints it runs inline
 	closeOnce sync.Once
 	wake      chan struct{} // one pending signal at most
 	stop      chan struct{}
@@ -63,15 +64,15 @@ const (
 	checkpointIdle = 2 * time.Second
 )
 
-func newCheckpointer(conn *sql.DB, frames func() int) *checkpointer {
-	c := &checkpointer{conn: conn, frames: frames, wake: make(chan struct{}, 1),
+func newCheckpointer(conn, writeDB *sql.DB, frames func() int) *checkpointer {
+	c := &checkpointer{conn: conn, writeDB: writeDB, frames: frames, wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c
 }
 
 // committed is called by the writer, on its goroutine, after each commit,
-// with the pool of its one connection. It costs a read of the WAL hook's
+// with its connection back in the pool. It costs a read of the WAL hook's
 // counter, and, now and then:
 //
 //   - when the WAL has grown walCheckpointFrames past what was last copied,
@@ -84,7 +85,7 @@ func newCheckpointer(conn *sql.DB, frames func() int) *checkpointer {
 //     WAL would grow until walHardLimit;
 //   - past walHardLimit, it checkpoints inline whatever the checkpointer
 //     is doing.
-func (c *checkpointer) committed(ctx context.Context, writeDB *sql.DB) {
+func (c *checkpointer) committed() {
 	c.lastCommit.Store(time.Now().UnixNano())
 	n := int64(c.frames())
 	copied := c.copied.Load()
@@ -95,7 +96,7 @@ func (c *checkpointer) committed(ctx context.Context, writeDB *sql.DB) {
 	switch {
 	case c.finish.Swap(false) || n >= walHardLimit:
 		c.inline.Add(1)
-		c.checkpointOn(ctx, writeDB, "PASSIVE")
+		c.checkpointOn(context.Background(), c.writeDB, "PASSIVE")
 	case n-copied >= walCheckpointFrames:
 		select {
 		case c.wake <- struct{}{}:

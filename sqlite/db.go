@@ -185,7 +185,7 @@ func (db *DB) startCheckpointer(ctx context.Context, path string, params url.Val
 	ckdb.SetMaxOpenConns(1)
 	ckdb.SetMaxIdleConns(1)
 	ckdb.SetConnMaxLifetime(0)
-	db.checkpointer = newCheckpointer(ckdb, frames)
+	db.checkpointer = newCheckpointer(ckdb, db.writeDB, frames)
 	return nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
-	"github.com/mattn/go-sqlite3"
 )
 
 // Test-only access to internals, for package sqlite_test.
@@ -128,9 +127,6 @@ func (db *DB) ListingThroughDriver(ctx context.Context, conn *sql.Conn, beforeID
 	})
 	return posts, err
 }
-
-// sqliteConn is a pooled connection that can give go-sqlite3's own.
-type sqliteConn interface{ SQLiteConnOf() *sqlite3.SQLiteConn }
 
 // ListingThroughRowReader reads the same rows as PostsBefore does: through
 // the row reader (sqlitedb.Query), without the read slot.

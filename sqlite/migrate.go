@@ -92,7 +92,7 @@ func (db *DB) applyWithoutForeignKeys(ctx context.Context, name, body string) er
 	}
 	defer conn.Close()
 	if err := conn.Raw(func(dc any) error {
-		return dc.(interface{ SQLiteConnOf() *sqlite3.SQLiteConn }).SQLiteConnOf().RegisterFunc("loremnews_unix_nanos", unixNanosOfText, true)
+		return dc.(sqliteConn).SQLiteConnOf().RegisterFunc("loremnews_unix_nanos", unixNanosOfText, true)
 	}); err != nil {
 		return fmt.Errorf("register loremnews_unix_nanos: %w", err)
 	}
@@ -102,16 +102,10 @@ func (db *DB) applyWithoutForeignKeys(ctx context.Context, name, body string) er
 	defer conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`)
 	var tx *sql.Tx
 	start := time.Now()
-	deadline := start.Add(db.writerTimeout)
-	for {
+	err = db.whileBusy(ctx, &db.busyRetries, func() (err error) {
 		tx, err = conn.BeginTx(ctx, nil)
-		if err == nil || !isBusy(err) || time.Now().After(deadline) {
-			break
-		}
-		if err := sleepCtx(ctx, busyPollInterval); err != nil {
-			return err
-		}
-	}
+		return err
+	})
 	db.observeWriteWait(start)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -132,6 +126,10 @@ func (db *DB) applyWithoutForeignKeys(ctx context.Context, name, body string) er
 	}
 	return tx.Commit()
 }
+
+// sqliteConn is a pooled connection (sqlitedb's) that can give go-sqlite3's
+// own, for what only the driver offers, such as SQL functions in Go.
+type sqliteConn interface{ SQLiteConnOf() *sqlite3.SQLiteConn }
 
 // unixNanosOfText is loremnews_unix_nanos: a DATETIME value as the driver
 // read it into a time.Time (text: "Z" trimmed, then each of its layouts in

@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/loremnews/loremnews/sqlitedb"
@@ -117,17 +118,26 @@ func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
 	if db.readDB != db.writeDB {
 		return db.mapError(db.withReadConn(ctx, func(conn *sql.Conn) error { return fn(readConn{conn}) }))
 	}
-	if !db.spec.pollBusy && !db.spec.gemBusy {
-		return db.mapError(fn(db.readDB))
-	}
+	return db.mapError(db.whileBusy(ctx, nil, func() error { return fn(db.readDB) }))
+}
+
+// whileBusy runs try until it succeeds, fails with anything but
+// SQLITE_BUSY, or the profile's rule (retryBusy) stops retrying, sleeping
+// busyInterval between tries; in profiles that neither poll nor use the
+// gem's handler it runs try once (SQLite's own busy handler did the
+// waiting). Each retry is counted in retries, if given, as it happens.
+func (db *DB) whileBusy(ctx context.Context, retries *atomic.Int64, try func() error) error {
 	deadline := time.Now().Add(db.writerTimeout)
 	for count := 0; ; count++ {
-		err := fn(db.readDB)
+		err := try()
 		if err == nil || !isBusy(err) || !db.retryBusy(count, deadline) {
-			return db.mapError(err)
+			return err
+		}
+		if retries != nil {
+			retries.Add(1)
 		}
 		if err := sleepCtx(ctx, db.busyInterval()); err != nil {
-			return db.mapError(err)
+			return err
 		}
 	}
 }
@@ -197,8 +207,7 @@ func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx writeTx
 	// WriterTimeout bounds the wait for the lock, not the transaction
 	// itself (a large seed may take longer).
 	start := time.Now()
-	deadline := start.Add(db.writerTimeout)
-	tx, err := db.beginWrite(ctx, deadline)
+	tx, err := db.beginWrite(ctx)
 	db.observeWriteWait(start)
 	if err != nil {
 		return db.mapError(fmt.Errorf("begin: %w", err))
@@ -215,20 +224,16 @@ func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx writeTx
 
 // beginWrite starts a write transaction. Where the profile polls, a BEGIN
 // IMMEDIATE that finds the lock held by another connection is retried every
-// busyPollInterval until the deadline, or on the gem's schedule in the
+// busyPollInterval for up to WriterTimeout, or on the gem's schedule in the
 // enhanced profile; elsewhere SQLite's busy handler does the waiting inside
 // the BEGIN. The transaction lives as long as ctx.
-func (db *DB) beginWrite(ctx context.Context, deadline time.Time) (*sql.Tx, error) {
-	for count := 0; ; count++ {
-		tx, err := db.writeDB.BeginTx(ctx, nil)
-		if err == nil || !isBusy(err) || !db.retryBusy(count, deadline) {
-			return tx, err
-		}
-		db.busyRetries.Add(1)
-		if err := sleepCtx(ctx, db.busyInterval()); err != nil {
-			return nil, err
-		}
-	}
+func (db *DB) beginWrite(ctx context.Context) (*sql.Tx, error) {
+	var tx *sql.Tx
+	err := db.whileBusy(ctx, &db.busyRetries, func() (err error) {
+		tx, err = db.writeDB.BeginTx(ctx, nil)
+		return err
+	})
+	return tx, err
 }
 
 func (db *DB) observeWriteWait(start time.Time) {

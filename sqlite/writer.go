@@ -238,19 +238,15 @@ func (wr *writer) begin() (*sql.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(wr.db.writerTimeout)
-	for count := 0; ; count++ {
+	err = wr.db.whileBusy(bg, &wr.db.busyRetries, func() error {
 		_, err := conn.ExecContext(bg, `BEGIN IMMEDIATE`)
-		if err == nil {
-			return conn, nil
-		}
-		if !isBusy(err) || !wr.db.retryBusy(count, deadline) {
-			conn.Close()
-			return nil, err
-		}
-		wr.db.busyRetries.Add(1)
-		time.Sleep(wr.db.busyInterval())
+		return err
+	})
+	if err != nil {
+		conn.Close()
+		return nil, err
 	}
+	return conn, nil
 }
 
 // commitOn commits the transaction on conn and gives the connection back;
@@ -362,7 +358,7 @@ func (wr *writer) commit(live []*pendingWrite) {
 // committed tells the checkpointer, if any, that a transaction committed.
 func (wr *writer) committed() {
 	if ck := wr.db.checkpointer; ck != nil {
-		ck.committed(context.Background(), wr.db.writeDB)
+		ck.committed()
 	}
 }
 
