@@ -86,11 +86,6 @@ func BenchmarkWrites(b *testing.B) {
 func BenchmarkBinding(b *testing.B) {
 	ctx := context.Background()
 	db := benchDB(b)
-	conn, err := db.ReadConn(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
 	for _, path := range []struct {
 		name string
 		read func(context.Context, *sql.Conn, int64, int) ([]*loremnews.Post, error)
@@ -100,10 +95,16 @@ func BenchmarkBinding(b *testing.B) {
 		{"row_reader", db.ListingThroughRowReader},
 	} {
 		b.Run(path.name, func(b *testing.B) {
-			for b.Loop() {
-				if posts, err := path.read(ctx, conn, 501, 100); err != nil || len(posts) != 100 {
-					b.Fatalf("%d posts, %v", len(posts), err)
+			err := db.OnReadConn(ctx, func(conn *sql.Conn) error {
+				for b.Loop() {
+					if posts, err := path.read(ctx, conn, 501, 100); err != nil || len(posts) != 100 {
+						return fmt.Errorf("%d posts, %v", len(posts), err)
+					}
 				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
 			}
 		})
 	}
@@ -114,28 +115,29 @@ func TestBindingPathsAgree(t *testing.T) {
 	ctx := context.Background()
 	db := MustOpenDB(t, "")
 	MustSeed(t, db, 10, 150)
-	conn, err := db.ReadConn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	viaSQL, err := db.ListingThroughSQL(ctx, conn, 120, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(viaSQL) != 100 {
-		t.Fatalf("database/sql read %d posts, want 100", len(viaSQL))
-	}
-	for name, read := range map[string]func(context.Context, *sql.Conn, int64, int) ([]*loremnews.Post, error){
-		"the driver":     db.ListingThroughDriver,
-		"the row reader": db.ListingThroughRowReader,
-	} {
-		got, err := read(ctx, conn, 120, 100)
+	err := db.OnReadConn(ctx, func(conn *sql.Conn) error {
+		viaSQL, err := db.ListingThroughSQL(ctx, conn, 120, 100)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if !reflect.DeepEqual(viaSQL, got) {
-			t.Errorf("database/sql read %d posts, %s %d; first: %+v / %+v", len(viaSQL), name, len(got), viaSQL[0], got[0])
+		if len(viaSQL) != 100 {
+			t.Fatalf("database/sql read %d posts, want 100", len(viaSQL))
 		}
+		for name, read := range map[string]func(context.Context, *sql.Conn, int64, int) ([]*loremnews.Post, error){
+			"the driver":     db.ListingThroughDriver,
+			"the row reader": db.ListingThroughRowReader,
+		} {
+			got, err := read(ctx, conn, 120, 100)
+			if err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(viaSQL, got) {
+				t.Errorf("database/sql read %d posts, %s %d; first: %+v / %+v", len(viaSQL), name, len(got), viaSQL[0], got[0])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // Benchmark runs the actions of the benchmarking endpoints on a database
@@ -26,7 +27,7 @@ func (db *DB) Benchmark() loremnews.BenchmarkStore { return &Benchmark{db: db} }
 // and largest, then the first row at or after it, wrapping around to the
 // first row if rows after it were deleted meanwhile. table is one of our own
 // constants, never user input.
-func pickRandomID(ctx context.Context, q querier, table string) (int64, error) {
+func pickRandomID(ctx context.Context, q *sql.Conn, table string) (int64, error) {
 	var lo, hi sql.NullInt64
 	// Two subqueries, not "SELECT min(id), max(id)": SQLite answers a lone
 	// min() or max() from the b-tree's edge, but scans the table for both.
@@ -49,7 +50,7 @@ func pickRandomID(ctx context.Context, q querier, table string) (int64, error) {
 }
 
 // touchRandomUser picks a random user and sets its last_seen_at to now.
-func (db *DB) touchRandomUser(ctx context.Context, tx writeTx) (int64, error) {
+func (db *DB) touchRandomUser(ctx context.Context, tx *sql.Conn) (int64, error) {
 	id, err := pickRandomID(ctx, tx, "users")
 	if err != nil {
 		return 0, err
@@ -60,7 +61,7 @@ func (db *DB) touchRandomUser(ctx context.Context, tx writeTx) (int64, error) {
 
 // touchOneRandomUser sets a random user's last_seen_at to now in one
 // statement, picking the user as pickRandomID does, and returns its id.
-func touchOneRandomUser(ctx context.Context, tx writeTx, now time.Time) (int64, error) {
+func touchOneRandomUser(ctx context.Context, tx *sql.Conn, now time.Time) (int64, error) {
 	var id int64
 	err := tx.QueryRowContext(ctx, `UPDATE users SET last_seen_at = ?1 WHERE id = coalesce(
 			(SELECT id FROM users WHERE id >= (SELECT min(id) FROM users) + ?2 % ((SELECT max(id) FROM users) - (SELECT min(id) FROM users) + 1)
@@ -81,11 +82,15 @@ func (b *Benchmark) touch(ctx context.Context) (int64, error) {
 		id  int64
 		err error
 	)
-	if b.db.writer != nil {
-		id, err = b.db.writer.touch(ctx)
-		err = b.db.mapError(err)
+	if b.db.sql.Options().Writer != sqlitedb.WriterNone {
+		// Touches cannot fail on their own, so those queued at one moment
+		// share a commit.
+		err = mapError(b.db.sql.Coalesce(ctx, func(ctx context.Context, tx *sql.Conn) (err error) {
+			id, err = touchOneRandomUser(ctx, tx, b.db.now())
+			return err
+		}))
 	} else {
-		err = b.db.write(ctx, func(ctx context.Context, tx writeTx) (err error) {
+		err = b.db.write(ctx, func(ctx context.Context, tx *sql.Conn) (err error) {
 			id, err = b.db.touchRandomUser(ctx, tx)
 			return err
 		})
@@ -99,7 +104,7 @@ func (b *Benchmark) touch(ctx context.Context) (int64, error) {
 // CreatePost touches a random user and creates a post by them.
 func (b *Benchmark) CreatePost(ctx context.Context, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := b.db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		userID, err := b.db.touchRandomUser(ctx, tx)
 		if err != nil {
 			return err
@@ -116,7 +121,7 @@ func (b *Benchmark) CreatePost(ctx context.Context, in loremnews.PostInput) (*lo
 // CreateComment touches a random user and has them comment on a random post.
 func (b *Benchmark) CreateComment(ctx context.Context, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := b.db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		userID, err := b.db.touchRandomUser(ctx, tx)
 		if err != nil {
 			return err
@@ -136,7 +141,7 @@ func (b *Benchmark) CreateComment(ctx context.Context, in loremnews.CommentInput
 
 // DeletePost touches a random user and deletes a random post.
 func (b *Benchmark) DeletePost(ctx context.Context) error {
-	err := b.db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		if _, err := b.db.touchRandomUser(ctx, tx); err != nil {
 			return err
 		}
@@ -155,7 +160,7 @@ func (b *Benchmark) DeletePost(ctx context.Context) error {
 // DeleteComment touches a random user and deletes a random comment.
 func (b *Benchmark) DeleteComment(ctx context.Context) (int64, error) {
 	var postID int64
-	err := b.db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		if _, err := b.db.touchRandomUser(ctx, tx); err != nil {
 			return err
 		}
@@ -181,7 +186,7 @@ func (b *Benchmark) ShowPost(ctx context.Context) (*loremnews.Post, []*loremnews
 		p        *loremnews.Post
 		comments []*loremnews.Comment
 	)
-	read := func(q querier) error {
+	read := func(ctx context.Context, q *sql.Conn) error {
 		id, err := pickRandomID(ctx, q, "posts")
 		if err != nil {
 			return err
@@ -194,7 +199,7 @@ func (b *Benchmark) ShowPost(ctx context.Context) (*loremnews.Post, []*loremnews
 	// read: pick again, as often as that happens (a handful of times at most).
 	var err error
 	for range maxAttempts {
-		if err = b.db.readSnapshot(ctx, read); loremnews.ErrorCode(err) != loremnews.EGONE {
+		if err = b.db.read(ctx, read); loremnews.ErrorCode(err) != loremnews.EGONE {
 			break
 		}
 	}
@@ -218,7 +223,7 @@ func (b *Benchmark) ListPosts(ctx context.Context, limit int) (int64, []*loremne
 		from  int64
 		posts []*loremnews.Post
 	)
-	err := b.db.readSnapshot(ctx, func(q querier) error {
+	err := b.db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
 		var lo, hi sql.NullInt64
 		if err := q.QueryRowContext(ctx, `SELECT (SELECT min(id) FROM posts), (SELECT max(id) FROM posts)`).Scan(&lo, &hi); err != nil {
 			return err
@@ -251,7 +256,7 @@ func (b *Benchmark) ShowUser(ctx context.Context, limit int) (*loremnews.User, [
 // it (wrapping to the first user past a gap at the end).
 func (b *Benchmark) PointRead(ctx context.Context) (string, error) {
 	var name sql.NullString
-	err := b.db.read(ctx, func(q querier) error {
+	err := b.db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
 		return q.QueryRowContext(ctx, `SELECT coalesce(
 			(SELECT screen_name FROM users WHERE id >= (SELECT min(id) FROM users) + ?1 % ((SELECT max(id) FROM users) - (SELECT min(id) FROM users) + 1)
 				ORDER BY id LIMIT 1),

@@ -13,7 +13,7 @@ import (
 // queryComments lists comments with their authors and their post's id and
 // title; tail is the WHERE/ORDER/LIMIT part. UpdatedAt is left zero: no
 // page shows it.
-func queryComments(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Comment, error) {
+func queryComments(ctx context.Context, q *sql.Conn, tail string, args ...any) ([]*loremnews.Comment, error) {
 	rows, err := q.QueryContext(ctx, `SELECT c.id, c.post_id, c.user_id, c.body, c.created_at,
 			p.title, u.screen_name
 		FROM comments c
@@ -43,7 +43,7 @@ func queryComments(ctx context.Context, q querier, tail string, args ...any) ([]
 // CreateComment stores a comment and counts it in the post's comments_count.
 func (db *DB) CreateComment(ctx context.Context, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) (err error) {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) (err error) {
 		c, err = db.insertComment(ctx, tx, postID, userID, in)
 		return err
 	})
@@ -53,7 +53,7 @@ func (db *DB) CreateComment(ctx context.Context, postID, userID int64, in loremn
 	return c, nil
 }
 
-func (db *DB) insertComment(ctx context.Context, tx writeTx, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
+func (db *DB) insertComment(ctx context.Context, tx *sql.Conn, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	res, err := tx.ExecContext(ctx, `UPDATE posts SET comments_count = comments_count + 1 WHERE id = ?`, postID)
 	if err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func (db *DB) insertComment(ctx context.Context, tx writeTx, postID, userID int6
 // screen name) or ENOTFOUND.
 func (db *DB) FindCommentByID(ctx context.Context, id int64) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
 		c, err = findComment(ctx, q, id)
 		return err
 	})
@@ -90,7 +90,7 @@ func (db *DB) FindCommentByID(ctx context.Context, id int64) (*loremnews.Comment
 	return c, nil
 }
 
-func findComment(ctx context.Context, q querier, id int64) (*loremnews.Comment, error) {
+func findComment(ctx context.Context, q *sql.Conn, id int64) (*loremnews.Comment, error) {
 	cs, err := queryComments(ctx, q, `WHERE c.id = ?`, id)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func findComment(ctx context.Context, q querier, id int64) (*loremnews.Comment, 
 // UpdateComment changes a comment's body.
 func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE comments SET body = ?, updated_at = ? WHERE id = ?`, in.Body, unixNanos(db.now()), id)
 		if err != nil {
 			return err
@@ -123,7 +123,7 @@ func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentI
 
 // DeleteComment removes a comment and uncounts it from its post.
 func (db *DB) DeleteComment(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		_, err := deleteComment(ctx, tx, id)
 		return err
 	})
@@ -133,7 +133,7 @@ func (db *DB) DeleteComment(ctx context.Context, id int64) error {
 	return nil
 }
 
-func deleteComment(ctx context.Context, tx writeTx, id int64) (postID int64, err error) {
+func deleteComment(ctx context.Context, tx *sql.Conn, id int64) (postID int64, err error) {
 	err = tx.QueryRowContext(ctx, `DELETE FROM comments WHERE id = ? RETURNING post_id`, id).Scan(&postID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, loremnews.Errorf(loremnews.ENOTFOUND, "Comment not found.")

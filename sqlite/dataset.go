@@ -28,7 +28,7 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 	// The caller's context, checked at every row: under group commit the
 	// transaction's own context does not carry the caller's cancellation.
 	caller := ctx
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		for _, stmt := range []string{
 			`DELETE FROM comments`, `DELETE FROM posts`, `DELETE FROM sessions`, `DELETE FROM users`,
 			`DELETE FROM sqlite_sequence WHERE name IN ('users', 'posts', 'comments', 'sessions')`,
@@ -67,7 +67,10 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 		return fmt.Errorf("load dataset: %w", err)
 	}
 	// Fresh statistics for the query planner after a bulk load.
-	if _, err := db.writeDB.ExecContext(ctx, `PRAGMA optimize`); err != nil {
+	if err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
+		_, err := tx.ExecContext(ctx, `PRAGMA optimize`)
+		return err
+	}); err != nil {
 		return fmt.Errorf("load dataset: optimize: %w", err)
 	}
 	return nil
@@ -75,7 +78,7 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 
 // insertEach runs query once per row of rows (none when rows is nil),
 // through one prepared statement, and stops when caller is done.
-func insertEach[T any](ctx, caller context.Context, tx writeTx, query string, rows iter.Seq[T], args func(T) []any) error {
+func insertEach[T any](ctx, caller context.Context, tx *sql.Conn, query string, rows iter.Seq[T], args func(T) []any) error {
 	if rows == nil {
 		return nil
 	}
@@ -100,7 +103,7 @@ func insertEach[T any](ctx, caller context.Context, tx writeTx, query string, ro
 // keep, in the statement journal (in memory, temp_store=MEMORY), the old
 // image of every page it changes, and in a load's transaction that is the
 // whole table: hundreds of MB for a large seed.
-func resetCounters(ctx context.Context, tx writeTx) error {
+func resetCounters(ctx context.Context, tx *sql.Conn) error {
 	for _, c := range []struct{ table, update string }{
 		{"users", `UPDATE users SET posts_count = (SELECT count(*) FROM posts WHERE posts.user_id = users.id) WHERE id BETWEEN ? AND ?`},
 		{"posts", `UPDATE posts SET comments_count = (SELECT count(*) FROM comments WHERE comments.post_id = posts.id) WHERE id BETWEEN ? AND ?`},
@@ -130,7 +133,7 @@ type Consistency = loremnews.Consistency
 // for tests and operators (it reads every row), not for the request path.
 func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, error) {
 	var c loremnews.Consistency
-	err := db.read(ctx, func(q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
 		if err := q.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&c.Integrity); err != nil {
 			return fmt.Errorf("integrity_check: %w", err)
 		}
@@ -161,7 +164,7 @@ func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, erro
 // Empty reports whether the database has no users (a fresh file).
 func (db *DB) Empty(ctx context.Context) (bool, error) {
 	var n int
-	err := db.read(ctx, func(q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
 		return q.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1)`).Scan(&n)
 	})
 	if err != nil {
@@ -174,12 +177,18 @@ func (db *DB) Empty(ctx context.Context) (bool, error) {
 // the rows are one consistent snapshot even while the site writes.
 func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 	ds := &loremnews.Dataset{}
-	tx, err := db.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	err := db.read(ctx, func(ctx context.Context, tx *sql.Conn) error {
+		return exportRows(ctx, tx, ds)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("export: %w", db.mapError(err))
+		return nil, fmt.Errorf("export: %w", err)
 	}
-	defer tx.Rollback()
-	err = scanAll(ctx, tx, `SELECT id, screen_name, password_digest, about, last_seen_at, posts_count, created_at, updated_at FROM users ORDER BY id`,
+	return ds, nil
+}
+
+// exportRows reads every table into ds, in id order.
+func exportRows(ctx context.Context, tx *sql.Conn, ds *loremnews.Dataset) error {
+	err := scanAll(ctx, tx, `SELECT id, screen_name, password_digest, about, last_seen_at, posts_count, created_at, updated_at FROM users ORDER BY id`,
 		func(rows *sql.Rows) error {
 			var u loremnews.User
 			err := rows.Scan(&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, timeColumn{&u.LastSeenAt}, &u.PostsCount,
@@ -215,13 +224,10 @@ func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 				return err
 			})
 	}
-	if err != nil {
-		return nil, fmt.Errorf("export: %w", db.mapError(err))
-	}
-	return ds, nil
+	return err
 }
 
-func scanAll(ctx context.Context, q querier, query string, scan func(*sql.Rows) error) error {
+func scanAll(ctx context.Context, q *sql.Conn, query string, scan func(*sql.Rows) error) error {
 	rows, err := q.QueryContext(ctx, query)
 	if err != nil {
 		return err

@@ -1,7 +1,8 @@
 package sqlite
 
 // This file turns SQLite's errors into the domain's, by the result codes
-// the driver names, the same contract as package postgres's errors.go.
+// the driver names, the same contract as package postgres's errors.go. Busy, timed-out and
+// closed errors come marked by package sqlitedb.
 
 import (
 	"context"
@@ -14,17 +15,6 @@ import (
 	"github.com/mattn/go-sqlite3"
 )
 
-// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended
-// code), from the driver or from the row reader.
-func isBusy(err error) bool {
-	var se sqlite3.Error
-	if errors.As(err, &se) {
-		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
-	}
-	var re *sqlitedb.Error
-	return errors.As(err, &re) && re.Busy()
-}
-
 // isUniqueViolation reports whether err is a UNIQUE constraint failure.
 func isUniqueViolation(err error) bool {
 	var se sqlite3.Error
@@ -32,9 +22,10 @@ func isUniqueViolation(err error) bool {
 }
 
 // mapError turns errors every caller shares into domain errors: a database
-// still locked after the timeout, or a write that timed out waiting for its
-// turn, is EUNAVAILABLE (503, retry later) rather than a 500.
-func (db *DB) mapError(err error) error {
+// still locked after the timeout, a write that timed out waiting for its
+// turn, or a database closing is EUNAVAILABLE (503, retry later) rather
+// than a 500.
+func mapError(err error) error {
 	if err == nil || loremnews.ErrorCode(err) != loremnews.EINTERNAL {
 		return err
 	}
@@ -47,30 +38,13 @@ func (db *DB) mapError(err error) error {
 	if errors.As(err, &se) && se.Code == sqlite3.ErrFull {
 		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "The database is full (out of disk space); nothing was saved. Please try again later."), err)
 	}
-	if isBusy(err) {
-		db.busyErrors.Add(1)
+	switch {
+	case errors.Is(err, sqlitedb.ErrBusy):
 		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "The database is busy. Please try again."), err)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	case errors.Is(err, sqlitedb.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "The site is too busy right now. Please try again."), err)
-	}
-	return err
-}
-
-// describeOpenError adds what SQLite's terse open errors usually mean.
-func describeOpenError(err error) error {
-	var se sqlite3.Error
-	if errors.As(err, &se) {
-		switch se.Code {
-		case sqlite3.ErrNotADB:
-			return fmt.Errorf("the file is not a SQLite database (or is encrypted): %w", err)
-		case sqlite3.ErrCorrupt:
-			return fmt.Errorf("the database file is corrupt: %w", err)
-		case sqlite3.ErrCantOpen:
-			return fmt.Errorf("cannot open the file (check that the path exists and is writable): %w", err)
-		case sqlite3.ErrReadonly:
-			return fmt.Errorf("the file or its directory is read-only: %w", err)
-		}
+	case errors.Is(err, sqlitedb.ErrClosed):
+		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "The site is shutting down. Please try again in a moment."), err)
 	}
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,33 +14,50 @@ import (
 
 // Test-only access to internals, for package sqlite_test.
 
-// ReadPragmaOnEveryConn holds every read-pool connection at once (so each is
-// a different one) and returns PRAGMA name's value on each.
+// ReadPragmaOnEveryConn holds every read connection at once (reads that
+// wait until all are inside, so each is on a different connection) and
+// returns PRAGMA name's value on each.
 func (db *DB) ReadPragmaOnEveryConn(tb testing.TB, name string) []string {
 	tb.Helper()
-	ctx := context.Background()
-	n := db.readDB.Stats().MaxOpenConnections
-	conns := make([]*sql.Conn, 0, n)
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	var vals []string
+	n := db.sql.Options().ReadConns
+	var (
+		mu   sync.Mutex
+		vals []string
+		wg   sync.WaitGroup
+	)
+	inside := make(chan struct{}, n)
+	all := make(chan struct{})
+	errs := make(chan error, n)
 	for range n {
-		c, err := db.readDB.Conn(ctx)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		conns = append(conns, c)
-		var v string
-		if err := c.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v); err != nil {
+		wg.Go(func() {
+			errs <- db.sql.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+				var v string
+				if err := conn.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v); err != nil {
+					return err
+				}
+				mu.Lock()
+				vals = append(vals, v)
+				mu.Unlock()
+				inside <- struct{}{}
+				<-all
+				return nil
+			})
+		})
+	}
+	for range n {
+		select {
+		case <-inside:
+		case err := <-errs:
 			tb.Fatalf("PRAGMA %s: %v", name, err)
 		}
-		vals = append(vals, v)
 	}
-	if len(vals) == 0 {
-		tb.Fatal("no connections")
+	close(all)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			tb.Fatalf("PRAGMA %s: %v", name, err)
+		}
 	}
 	return vals
 }
@@ -50,7 +68,7 @@ func (db *DB) HoldWriterTurn(tb testing.TB) (release func()) {
 	started, done, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		db.write(context.Background(), func(context.Context, writeTx) error {
+		db.write(context.Background(), func(context.Context, *sql.Conn) error {
 			close(started)
 			<-done
 			return nil
@@ -60,10 +78,14 @@ func (db *DB) HoldWriterTurn(tb testing.TB) (release func()) {
 	return func() { close(done); <-finished }
 }
 
-// ExecForTest runs a statement on the write pool outside any profile logic.
+// ExecForTest runs a statement as a write of its own.
 func (db *DB) ExecForTest(tb testing.TB, query string, args ...any) {
 	tb.Helper()
-	if _, err := db.writeDB.Exec(query, args...); err != nil {
+	err := db.sql.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+		_, err := conn.ExecContext(ctx, query, args...)
+		return err
+	})
+	if err != nil {
 		tb.Fatalf("%s: %v", query, err)
 	}
 }
@@ -72,7 +94,10 @@ func (db *DB) ExecForTest(tb testing.TB, query string, args ...any) {
 func (db *DB) PageCount(tb testing.TB) int {
 	tb.Helper()
 	var n int
-	if err := db.readDB.QueryRow("PRAGMA page_count").Scan(&n); err != nil {
+	err := db.sql.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+		return conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&n)
+	})
+	if err != nil {
 		tb.Fatal(err)
 	}
 	return n
@@ -85,12 +110,6 @@ const (
 	listingSQL  = `SELECT ` + postSummaryColumns + `, ` + authorColumns + `
 		FROM posts p JOIN users u ON u.id = p.user_id ` + listingTail
 )
-
-// ListingThroughSQL reads PostsBefore's rows on one read connection
-// through database/sql, as the store does in a write transaction.
-func (db *DB) ListingThroughSQL(ctx context.Context, conn *sql.Conn, beforeID int64, limit int) ([]*loremnews.Post, error) {
-	return queryPosts(ctx, conn, listingTail, beforeID, limit)
-}
 
 // ListingThroughDriver reads the same rows on the same kind of connection
 // through go-sqlite3's driver interface directly, skipping database/sql
@@ -129,23 +148,32 @@ func (db *DB) ListingThroughDriver(ctx context.Context, conn *sql.Conn, beforeID
 }
 
 // ListingThroughRowReader reads the same rows as PostsBefore does: through
-// the row reader (sqlitedb.Query), without the read slot.
+// the row reader (sqlitedb.Query).
 func (db *DB) ListingThroughRowReader(ctx context.Context, conn *sql.Conn, beforeID int64, limit int) ([]*loremnews.Post, error) {
-	return queryPosts(ctx, readConn{conn}, listingTail, beforeID, limit)
+	return queryPosts(ctx, conn, listingTail, beforeID, limit)
 }
 
-// ReadConn is a connection of the read pool, for the binding benchmark.
-func (db *DB) ReadConn(ctx context.Context) (*sql.Conn, error) { return db.readDB.Conn(ctx) }
-
-// ReadForTest runs fn as a read of the read pool, in its slot, as the
-// store's reads run.
-func (db *DB) ReadForTest(ctx context.Context, fn func() error) error {
-	return db.read(ctx, func(querier) error { return fn() })
+// ListingThroughSQL reads PostsBefore's rows through database/sql.
+func (db *DB) ListingThroughSQL(ctx context.Context, conn *sql.Conn, beforeID int64, limit int) ([]*loremnews.Post, error) {
+	rows, err := conn.QueryContext(ctx, listingSQL, beforeID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var posts []*loremnews.Post
+	for rows.Next() {
+		p := &loremnews.Post{Author: &loremnews.User{}}
+		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, timeColumn{&p.CreatedAt}, &p.Author.ID, &p.Author.ScreenName); err != nil {
+			return nil, err
+		}
+		posts = append(posts, p)
+	}
+	return posts, rows.Err()
 }
 
-// EnterReadForTest takes a read slot, as a read does before its query.
-func (db *DB) EnterReadForTest(ctx context.Context) (leave func(), err error) {
-	return db.enterRead(ctx)
+// OnReadConn runs fn on one read connection, in a read transaction.
+func (db *DB) OnReadConn(ctx context.Context, fn func(*sql.Conn) error) error {
+	return db.sql.Read(ctx, func(_ context.Context, conn *sql.Conn) error { return fn(conn) })
 }
 
 // MigrationSQL is the body of the embedded migration with that file name
@@ -156,28 +184,4 @@ func MigrationSQL(name string) string {
 		panic(err)
 	}
 	return string(b)
-}
-
-// SetCheckpointer turns the split profile's checkpointer on or off for the
-// databases opened after it, and returns the function that restores it:
-// the write-tail benchmark compares the two.
-func SetCheckpointer(on bool) (restore func()) {
-	spec := profiles[ProfileSplit]
-	was := spec.checkpointer
-	spec.checkpointer = on
-	profiles[ProfileSplit] = spec
-	return func() {
-		spec.checkpointer = was
-		profiles[ProfileSplit] = spec
-	}
-}
-
-// CheckpointStats is what the checkpointer did: PASSIVE checkpoints run,
-// inline ones (past the hard limit), TRUNCATEs, failures.
-func (db *DB) CheckpointStats() (runs, inline, truncates, errors int64) {
-	c := db.checkpointer
-	if c == nil {
-		return 0, 0, 0, 0
-	}
-	return c.runs.Load(), c.inline.Load(), c.truncates.Load(), c.errors.Load()
 }

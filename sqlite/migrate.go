@@ -18,13 +18,15 @@ import (
 var migrationFS embed.FS
 
 // migrate applies, in file-name order, every embedded migration not yet
-// recorded in schema_migrations. Each runs in its own write transaction with
-// its record, so a failed migration leaves no half-changed schema, and two
-// processes starting at once cannot both apply it (the second waits for the
-// write lock, then sees the record).
-func (db *DB) migrate(ctx context.Context) error {
-	if err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
-		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+// recorded in schema_migrations. It runs when the database opens
+// (sqlitedb's Options.Setup), on the write connection, before anything
+// else of this process uses it. Each migration runs in its own write
+// transaction with its record, so a failed migration leaves no
+// half-changed schema, and two processes starting at once cannot both
+// apply it (the second waits for the write lock, then sees the record).
+func (db *DB) migrate(ctx context.Context, conn *sql.Conn) error {
+	if err := db.applyOn(ctx, conn, "", func() error {
+		_, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    TEXT PRIMARY KEY,
 			applied_at DATETIME NOT NULL
 		)`)
@@ -32,13 +34,26 @@ func (db *DB) migrate(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
+	// The connection also gets loremnews_unix_nanos, which migration 0003
+	// converts DATETIME text with.
+	if err := conn.Raw(func(dc any) error {
+		return dc.(sqliteConn).SQLiteConnOf().RegisterFunc("loremnews_unix_nanos", unixNanosOfText, true)
+	}); err != nil {
+		return fmt.Errorf("register loremnews_unix_nanos: %w", err)
+	}
 	names, err := fs.Glob(migrationFS, "migrations/*.sql")
 	if err != nil {
 		return err
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if err := db.applyMigration(ctx, name); err != nil {
+		body, err := fs.ReadFile(migrationFS, name)
+		if err != nil {
+			return err
+		}
+		if err := db.applyOn(ctx, conn, string(body), func() error {
+			return applyOnce(ctx, conn, name, string(body), db.now())
+		}); err != nil {
 			return fmt.Errorf("migration %s: %w", name, err)
 		}
 	}
@@ -49,22 +64,51 @@ func (db *DB) migrate(ctx context.Context) error {
 // foreign keys off: one that rebuilds a table others reference.
 const foreignKeysOff = "-- migrate: foreign keys off\n"
 
-func (db *DB) applyMigration(ctx context.Context, name string) error {
-	body, err := fs.ReadFile(migrationFS, name)
-	if err != nil {
+// applyOn runs apply in one write transaction on conn. A migration whose
+// body starts with foreignKeysOff runs with foreign keys off: PRAGMA
+// foreign_keys does nothing inside a transaction, so it is set before
+// BEGIN and set back after; before COMMIT, PRAGMA foreign_key_check must
+// find no row that points nowhere, or the migration rolls back.
+func (db *DB) applyOn(ctx context.Context, conn *sql.Conn, body string, apply func() error) (err error) {
+	fkOff := strings.HasPrefix(body, foreignKeysOff)
+	if fkOff {
+		if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+			return err
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`)
+	}
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		}
+	}()
+	if err := apply(); err != nil {
 		return err
 	}
-	if strings.HasPrefix(string(body), foreignKeysOff) {
-		return db.applyWithoutForeignKeys(ctx, name, string(body))
+	if fkOff {
+		var table string
+		var rowid sql.NullInt64
+		var parent string
+		var fkid int64
+		switch err := conn.QueryRowContext(ctx, `PRAGMA foreign_key_check`).Scan(&table, &rowid, &parent, &fkid); {
+		case err == nil:
+			return fmt.Errorf("foreign key check: row %d of %s points to a missing row of %s", rowid.Int64, table, parent)
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("foreign key check: %w", err)
+		}
 	}
-	return db.write(ctx, func(ctx context.Context, tx writeTx) error {
-		return applyOnce(ctx, tx, name, string(body), db.now())
-	})
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // applyOnce runs a migration's body in tx and records it, unless it is
 // recorded already (another process applied it first).
-func applyOnce(ctx context.Context, tx writeTx, name, body string, now time.Time) error {
+func applyOnce(ctx context.Context, tx *sql.Conn, name, body string, now time.Time) error {
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, name).Scan(&n); err != nil {
 		return err
@@ -76,55 +120,6 @@ func applyOnce(ctx context.Context, tx writeTx, name, body string, now time.Time
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, name, now)
 	return err
-}
-
-// applyWithoutForeignKeys runs a migration with foreign keys off, on one
-// write connection taken for it. PRAGMA foreign_keys does nothing inside a
-// transaction, so it is set before BEGIN and set back after; before COMMIT,
-// PRAGMA foreign_key_check must find no row that points nowhere, or the
-// migration rolls back. The connection also gets loremnews_unix_nanos,
-// which migration 0003 converts DATETIME text with. It runs while Open
-// holds the database, so nothing else of this process writes meanwhile.
-func (db *DB) applyWithoutForeignKeys(ctx context.Context, name, body string) error {
-	conn, err := db.writeDB.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if err := conn.Raw(func(dc any) error {
-		return dc.(sqliteConn).SQLiteConnOf().RegisterFunc("loremnews_unix_nanos", unixNanosOfText, true)
-	}); err != nil {
-		return fmt.Errorf("register loremnews_unix_nanos: %w", err)
-	}
-	if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
-		return err
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`)
-	var tx *sql.Tx
-	start := time.Now()
-	err = db.whileBusy(ctx, &db.busyRetries, func() (err error) {
-		tx, err = conn.BeginTx(ctx, nil)
-		return err
-	})
-	db.observeWriteWait(start)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-	if err := applyOnce(ctx, tx, name, body, db.now()); err != nil {
-		return err
-	}
-	var table string
-	var rowid sql.NullInt64
-	var parent string
-	var fkid int64
-	switch err := tx.QueryRowContext(ctx, `PRAGMA foreign_key_check`).Scan(&table, &rowid, &parent, &fkid); {
-	case err == nil:
-		return fmt.Errorf("foreign key check: row %d of %s points to a missing row of %s", rowid.Int64, table, parent)
-	case !errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("foreign key check: %w", err)
-	}
-	return tx.Commit()
 }
 
 // sqliteConn is a pooled connection (sqlitedb's) that can give go-sqlite3's
@@ -161,7 +156,7 @@ func unixNanosOfText(v any) (any, error) {
 // Migrations lists the applied migrations, oldest first.
 func (db *DB) Migrations(ctx context.Context) ([]string, error) {
 	var names []string
-	err := db.read(ctx, func(q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
 		rows, err := q.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
 		if err != nil {
 			return err

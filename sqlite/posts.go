@@ -46,7 +46,7 @@ func scanPostWithAuthor(s scanner) (*loremnews.Post, error) {
 // queryPosts lists post summaries (id, author, title, comment count,
 // creation time) with their authors' ids and screen names;
 // tail is the WHERE/ORDER/LIMIT part.
-func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Post, error) {
+func queryPosts(ctx context.Context, q *sql.Conn, tail string, args ...any) ([]*loremnews.Post, error) {
 	rows, err := queryRows(ctx, q, `SELECT `+postSummaryColumns+`, `+authorColumns+`
 		FROM posts p JOIN users u ON u.id = p.user_id `+tail, args...)
 	if err != nil {
@@ -66,7 +66,7 @@ func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*lo
 	return posts, rows.Err()
 }
 
-func findPost(ctx context.Context, q querier, id int64) (*loremnews.Post, error) {
+func findPost(ctx context.Context, q *sql.Conn, id int64) (*loremnews.Post, error) {
 	p, err := scanPostWithAuthor(q.QueryRowContext(ctx, `SELECT `+postColumns+`, `+authorColumns+`
 		FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -78,7 +78,7 @@ func findPost(ctx context.Context, q querier, id int64) (*loremnews.Post, error)
 // CreatePost stores a new post by userID and counts it in the author's posts_count.
 func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) (err error) {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) (err error) {
 		p, err = db.insertPost(ctx, tx, userID, in)
 		return err
 	})
@@ -88,7 +88,7 @@ func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInp
 	return p, nil
 }
 
-func (db *DB) insertPost(ctx context.Context, tx writeTx, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
+func (db *DB) insertPost(ctx context.Context, tx *sql.Conn, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	now := db.now()
 	res, err := tx.ExecContext(ctx, `INSERT INTO posts (user_id, title, description, published_at, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)`, userID, in.Title, in.Description, unixNanos(now), unixNanos(now), unixNanos(now))
@@ -113,7 +113,7 @@ func (db *DB) insertPost(ctx context.Context, tx writeTx, userID int64, in lorem
 // FindPostByID returns the post with its author, or ENOTFOUND.
 func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
 		p, err = findPost(ctx, q, id)
 		return err
 	})
@@ -126,7 +126,7 @@ func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, erro
 // UpdatePost changes a post's title and description.
 func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE posts SET title = ?, description = ?, updated_at = ? WHERE id = ?`,
 			in.Title, in.Description, unixNanos(db.now()), id)
 		if isUniqueViolation(err) {
@@ -148,7 +148,7 @@ func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) 
 
 // DeletePost removes a post; its comments go by cascade.
 func (db *DB) DeletePost(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error { return deletePost(ctx, tx, id) })
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error { return deletePost(ctx, tx, id) })
 	if err != nil {
 		return fmt.Errorf("delete post %d: %w", id, err)
 	}
@@ -156,7 +156,7 @@ func (db *DB) DeletePost(ctx context.Context, id int64) error {
 }
 
 // deletePost removes the post and uncounts it from its author's posts_count.
-func deletePost(ctx context.Context, tx writeTx, id int64) error {
+func deletePost(ctx context.Context, tx *sql.Conn, id int64) error {
 	var userID int64
 	err := tx.QueryRowContext(ctx, `DELETE FROM posts WHERE id = ? RETURNING user_id`, id).Scan(&userID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -173,7 +173,7 @@ func deletePost(ctx context.Context, tx writeTx, id int64) error {
 // time (the seed inserts in date order), so "newest" is the id order.
 func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
 		posts, err = queryPosts(ctx, q, `WHERE p.id < ? ORDER BY p.id DESC LIMIT ?`, beforeID, limit)
 		return err
 	})
@@ -189,7 +189,7 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 		p        *loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.readSnapshot(ctx, func(q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
 		p, comments, err = postPage(ctx, q, id)
 		return err
 	})
@@ -200,7 +200,7 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 }
 
 // postPage reads a post with its author and comments; see PostPage.
-func postPage(ctx context.Context, q querier, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
+func postPage(ctx context.Context, q *sql.Conn, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
 	p, err := findPost(ctx, q, id)
 	if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
 		return nil, nil, wasDeleted(ctx, q, "posts", id, err)
@@ -214,7 +214,7 @@ func postPage(ctx context.Context, q querier, id int64) (*loremnews.Post, []*lor
 // wasDeleted tells a deleted row from one that never existed: ids come from
 // AUTOINCREMENT, so an absent id no larger than the table's highest issued
 // id (sqlite_sequence) was deleted. It returns EGONE or notFound.
-func wasDeleted(ctx context.Context, q querier, table string, id int64, notFound error) error {
+func wasDeleted(ctx context.Context, q *sql.Conn, table string, id int64, notFound error) error {
 	var seq sql.NullInt64
 	err := q.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = ?`, table).Scan(&seq)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -228,7 +228,7 @@ func wasDeleted(ctx context.Context, q querier, table string, id int64, notFound
 
 // queryPostComments lists a post's comments, newest first, with their
 // authors; every row is on post p, so it does not join posts again.
-func queryPostComments(ctx context.Context, q querier, p *loremnews.Post) ([]*loremnews.Comment, error) {
+func queryPostComments(ctx context.Context, q *sql.Conn, p *loremnews.Post) ([]*loremnews.Comment, error) {
 	rows, err := queryRows(ctx, q, `SELECT c.id, c.user_id, c.body, c.created_at, u.screen_name
 		FROM comments c JOIN users u ON u.id = c.user_id
 		WHERE c.post_id = ? ORDER BY c.id DESC`, p.ID)

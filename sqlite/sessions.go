@@ -12,7 +12,7 @@ import (
 
 // CreateSession stores a new signed-in browser and fills in its id and times.
 func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		return insertSession(ctx, tx, s, db.now())
 	})
 	if err != nil {
@@ -23,7 +23,7 @@ func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
 
 // insertSession is CreateSession inside tx, for UpdateProfile too: it stores
 // s, fills in its id and times, and marks its user seen now.
-func insertSession(ctx context.Context, tx writeTx, s *loremnews.Session, now time.Time) error {
+func insertSession(ctx context.Context, tx *sql.Conn, s *loremnews.Session, now time.Time) error {
 	res, err := tx.ExecContext(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(now), unixNanos(now))
 	if isForeignKeyViolation(err) {
@@ -47,7 +47,7 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 		u *loremnews.User
 	)
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
 		u, err = scanUser(q.QueryRowContext(ctx, `SELECT `+userColumns+`, s.id, s.user_id, s.token_digest, s.user_agent, s.ip_address, s.created_at, s.updated_at
 			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = ? AND s.updated_at > ? AND s.created_at > ?`, digest, nanosBound(activeAfter), nanosBound(createdAfter)),
 			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, timeColumn{&s.CreatedAt}, timeColumn{&s.UpdatedAt})
@@ -64,7 +64,7 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 
 // TouchSession records that the session's browser was seen now.
 func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		now := db.now()
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, unixNanos(now), s.ID); err != nil {
 			return err
@@ -83,7 +83,7 @@ func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
 func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.SessionLimits) ([]*loremnews.Session, error) {
 	var sessions []*loremnews.Session
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
-	err := db.read(ctx, func(q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
 		rows, err := q.QueryContext(ctx, `SELECT id, user_id, user_agent, ip_address, created_at, updated_at
 			FROM sessions WHERE user_id = ? AND updated_at > ? AND created_at > ? ORDER BY updated_at DESC, id DESC`, userID, nanosBound(activeAfter), nanosBound(createdAfter))
 		if err != nil {
@@ -109,7 +109,7 @@ func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.S
 // same statement is the ownership check: another user's session id is
 // ENOTFOUND, as is one that does not exist.
 func (db *DB) DeleteSession(ctx context.Context, userID, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ? AND user_id = ?`, id, userID)
 		if err != nil {
 			return err
@@ -127,7 +127,7 @@ func (db *DB) DeleteSession(ctx context.Context, userID, id int64) error {
 func (db *DB) DeleteExpiredSessions(ctx context.Context, limits loremnews.SessionLimits) (int64, error) {
 	var n int64
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE updated_at <= ? OR created_at <= ?`, nanosBound(activeAfter), nanosBound(createdAfter))
 		if err != nil {
 			return err

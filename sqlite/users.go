@@ -28,7 +28,7 @@ func scanUser(s scanner, extra ...any) (*loremnews.User, error) {
 // CreateUser stores a new user.
 func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		now := db.now()
 		res, err := tx.ExecContext(ctx, `INSERT INTO users (screen_name, password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
 			screenName, passwordDigest, unixNanos(now), unixNanos(now), unixNanos(now))
@@ -53,7 +53,7 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 // FindUserByID returns the user or an ENOTFOUND error.
 func (db *DB) FindUserByID(ctx context.Context, id int64) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
 		u, err = findUser(ctx, q, id)
 		return err
 	})
@@ -66,7 +66,7 @@ func (db *DB) FindUserByID(ctx context.Context, id int64) (*loremnews.User, erro
 // FindUserByScreenName returns the user (case-insensitively) or ENOTFOUND.
 func (db *DB) FindUserByScreenName(ctx context.Context, screenName string) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
 		u, err = scanUser(q.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users u WHERE u.screen_name = ?`, screenName))
 		if errors.Is(err, sql.ErrNoRows) {
 			return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
@@ -79,7 +79,7 @@ func (db *DB) FindUserByScreenName(ctx context.Context, screenName string) (*lor
 	return u, nil
 }
 
-func findUser(ctx context.Context, q querier, id int64) (*loremnews.User, error) {
+func findUser(ctx context.Context, q *sql.Conn, id int64) (*loremnews.User, error) {
 	u, err := scanUser(q.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users u WHERE u.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
@@ -93,7 +93,7 @@ func findUser(ctx context.Context, q querier, id int64) (*loremnews.User, error)
 // sessions as they were.
 func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileChange) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		now := db.now()
 		res, err := tx.ExecContext(ctx, `UPDATE users SET screen_name = ?, about = ?,
 			password_digest = CASE WHEN ? = '' THEN password_digest ELSE ? END, updated_at = ? WHERE id = ?`,
@@ -130,7 +130,7 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 // oldDigest, in one statement, so a password changed meanwhile stays.
 func (db *DB) RehashPassword(ctx context.Context, id int64, oldDigest, newDigest string) (bool, error) {
 	var done bool
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET password_digest = ? WHERE id = ? AND password_digest = ?`, newDigest, id, oldDigest)
 		if err != nil {
 			return err
@@ -150,7 +150,7 @@ func (db *DB) RehashPassword(ctx context.Context, id int64, oldDigest, newDigest
 // those posts' comments_count, so those counters are fixed first, in the
 // same transaction.
 func (db *DB) DeleteUser(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx writeTx) error {
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE posts SET comments_count = comments_count -
 				(SELECT count(*) FROM comments c WHERE c.post_id = posts.id AND c.user_id = ?1)
 			WHERE user_id <> ?1 AND id IN (SELECT post_id FROM comments WHERE user_id = ?1)`, id); err != nil {
@@ -177,7 +177,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 		posts    []*loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.readSnapshot(ctx, func(q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
 		u, posts, comments, err = userPage(ctx, q, id, limit)
 		return err
 	})
@@ -188,7 +188,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 }
 
 // userPage reads a user with their newest posts and comments; see UserPage.
-func userPage(ctx context.Context, q querier, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
+func userPage(ctx context.Context, q *sql.Conn, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
 	u, err := findUser(ctx, q, id)
 	if err != nil {
 		return nil, nil, nil, err
@@ -211,7 +211,7 @@ func userPage(ctx context.Context, q querier, id int64, limit int) (*loremnews.U
 // UserPosts lists the user's posts with id < beforeID, newest first.
 func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
-	err := db.readSnapshot(ctx, func(q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
 		author, err := findAuthor(ctx, q, userID)
 		if err != nil {
 			return err
@@ -228,7 +228,7 @@ func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) 
 // UserComments lists the user's comments with id < beforeID, newest first.
 func (db *DB) UserComments(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	var comments []*loremnews.Comment
-	err := db.readSnapshot(ctx, func(q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
 		author, err := findAuthor(ctx, q, userID)
 		if err != nil {
 			return err
@@ -243,7 +243,7 @@ func (db *DB) UserComments(ctx context.Context, userID, beforeID int64, limit in
 }
 
 // findAuthor is the id and screen name of a user, or ENOTFOUND.
-func findAuthor(ctx context.Context, q querier, id int64) (*loremnews.User, error) {
+func findAuthor(ctx context.Context, q *sql.Conn, id int64) (*loremnews.User, error) {
 	u := &loremnews.User{ID: id}
 	err := q.QueryRowContext(ctx, `SELECT screen_name FROM users WHERE id = ?`, id).Scan(&u.ScreenName)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -252,7 +252,7 @@ func findAuthor(ctx context.Context, q querier, id int64) (*loremnews.User, erro
 	return u, err
 }
 
-func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Post, error) {
+func queryUserPosts(ctx context.Context, q *sql.Conn, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	rows, err := queryRows(ctx, q, `SELECT `+postSummaryColumns+` FROM posts p
 		WHERE p.user_id = ? AND p.id < ? ORDER BY p.id DESC LIMIT ?`, author.ID, beforeID, limit)
 	if err != nil {
@@ -272,7 +272,7 @@ func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, befo
 	return posts, rows.Err()
 }
 
-func queryUserComments(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
+func queryUserComments(ctx context.Context, q *sql.Conn, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	rows, err := queryRows(ctx, q, `SELECT c.id, c.post_id, c.body, c.created_at, p.title
 		FROM comments c JOIN posts p ON p.id = c.post_id
 		WHERE c.user_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`, author.ID, beforeID, limit)

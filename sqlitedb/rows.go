@@ -142,7 +142,7 @@ type driverConn struct {
 	*sqlite3.SQLiteConn
 	handle *C.sqlite3
 	stmts  map[string]*C.sqlite3_stmt
-	// walFrames, once WatchWAL has set it, is where the WAL hook stores the
+	// walFrames, once watchWAL has set it, is where the WAL hook stores the
 	// WAL's size in frames after each commit on this connection.
 	walFrames *C.int
 }
@@ -511,22 +511,22 @@ func (r *Rows) value(i int, t byte) any {
 	return nil
 }
 
-// WatchWAL makes conn report, after each of its commits, how many frames
+// watchWAL makes conn report, after each of its commits, how many frames
 // (pages) the WAL holds; the returned function reads the figure the last
 // commit left. It is meant for the one connection that writes, read by the
 // goroutine that commits on it. It also turns off SQLite's automatic
 // checkpoints on conn, which would otherwise run inside the commits that
 // take the WAL past wal_autocheckpoint pages: the caller checkpoints
 // instead, from another connection.
-func WatchWAL(ctx context.Context, conn *sql.Conn) (frames func() int, err error) {
+func watchWAL(ctx context.Context, conn *sql.Conn) (frames func() int, err error) {
 	err = conn.Raw(func(dc any) error {
 		c, ok := dc.(*driverConn)
 		if !ok {
-			return fmt.Errorf("sqlitedb: WatchWAL needs a connection of a sqlitedb.DB, got %T", dc)
+			return fmt.Errorf("sqlitedb: watchWAL needs a connection of a sqlitedb.DB, got %T", dc)
 		}
 		if c.walFrames == nil {
 			if c.walFrames = C.lite_watch_wal(c.handle); c.walFrames == nil {
-				return errors.New("sqlitedb: WatchWAL: out of memory")
+				return errors.New("sqlitedb: watchWAL: out of memory")
 			}
 		}
 		p := c.walFrames
@@ -534,4 +534,26 @@ func WatchWAL(ctx context.Context, conn *sql.Conn) (frames func() int, err error
 		return nil
 	})
 	return frames, err
+}
+
+// exec runs a statement that takes no arguments and whose rows, if any,
+// are not wanted (BEGIN, COMMIT, SAVEPOINT), prepared once per connection.
+func (c *driverConn) exec(query string) error {
+	s, err := c.statement(query)
+	if err != nil {
+		return err
+	}
+	rc := C.sqlite3_step(s)
+	if rc != C.LITE_DONE && rc != C.LITE_ROW {
+		err = c.lastError(rc)
+	}
+	C.sqlite3_reset(s)
+	return err
+}
+
+// execOn runs exec on conn, a connection of a DB's pool: what BEGIN and
+// COMMIT cost through database/sql (a driver.Result, locks, an interface
+// per call) is more than SQLite's own work for them.
+func execOn(conn *sql.Conn, query string) error {
+	return conn.Raw(func(dc any) error { return dc.(*driverConn).exec(query) })
 }

@@ -2,7 +2,6 @@ package sqlitedb
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -12,7 +11,7 @@ import (
 // reader's statements without end, and every query still answers.
 func TestStatementCacheIsBounded(t *testing.T) {
 	ctx := context.Background()
-	db := sql.OpenDB(NewConnector("file:"+filepath.Join(t.TempDir(), "t.db"), nil))
+	db := OpenPoolForTest(filepath.Join(t.TempDir(), "t.db"))
 	defer db.Close()
 	conn, err := db.Conn(ctx)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // package's connector, with a table holding every kind of SQLite value.
 func openTestDB(tb testing.TB) *sql.DB {
 	tb.Helper()
-	db := sql.OpenDB(sqlitedb.NewConnector("file:"+filepath.Join(tb.TempDir(), "t.db")+"?_journal_mode=WAL", nil))
+	db := sqlitedb.OpenPoolForTest(filepath.Join(tb.TempDir(), "t.db"))
 	tb.Cleanup(func() {
 		if err := db.Close(); err != nil {
 			tb.Errorf("close: %v", err)

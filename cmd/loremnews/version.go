@@ -6,7 +6,7 @@ import (
 	"io"
 	"runtime"
 
-	"github.com/loremnews/loremnews/sqlite"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -14,7 +14,7 @@ func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	v, opts, err := sqlite.LibraryInfo()
+	v, opts, err := sqlitedb.Library()
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package sqlite
+package sqlitedb
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // with synchronous=NORMAL, fsyncs both files, all while holding the write
 // lock, so every writer queued behind that commit waits too (6–19 ms on
 // this project's test machine). Here the write connection's WAL hook
-// (sqlitedb.WatchWAL, which also turns those automatic checkpoints off)
+// (watchWAL, which also turns those automatic checkpoints off)
 // tells the writer the WAL's size after each commit, and the writer only
 // signals this goroutine, which runs a PASSIVE checkpoint on a connection
 // of its own: it needs no write lock, so writers go on appending meanwhile,

@@ -1,0 +1,285 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// DB is an open SQLite database: a read pool, one write connection and
+// the goroutine that writes on it (or, with other Options, what they
+// choose). It is safe for concurrent use.
+type DB struct {
+	path    string
+	opts    Options
+	pragmas []Pragma // run on every connection
+	dsn     dsn
+
+	readDB  *sql.DB       // reads: the read-only pool, or the shared pool
+	writeDB *sql.DB       // writes: one connection, or the shared pool
+	readers chan struct{} // with a read pool of its own: one slot per read connection, taken in arrival order
+
+	writer       *writer       // unless WriterNone
+	checkpointer *checkpointer // unless SQLiteCheckpoints or SharedPool
+
+	busyRetries atomic.Int64 // BEGINs (and shared-pool reads) retried after SQLITE_BUSY
+	busyErrors  atomic.Int64 // SQLITE_BUSY errors returned to callers
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+	closeErr  error
+}
+
+// Open opens the SQLite database at dsn, creating the file and its
+// directory if needed, with opts (nil: the defaults).
+//
+// dsn is a file path ("data/app.db") or a file: URI
+// ("file:data/app.db?_pragma=synchronous(FULL)"). Each
+// _pragma=name(value) parameter replaces the pragma of that name from
+// DefaultPragmas and Options.Pragmas; other parameters go to
+// github.com/mattn/go-sqlite3 unchanged. In-memory databases are refused:
+// every connection of a pool would get its own.
+func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
+	d, err := parseDSN(dsnString)
+	if err != nil {
+		return nil, err
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o = o.withDefaults()
+	pragmas := mergePragmas(DefaultPragmas(), o.Pragmas, d.pragmas)
+	if err := checkPragmas(pragmas); err != nil {
+		return nil, err
+	}
+	if err := prepareDir(d.path); err != nil {
+		return nil, err
+	}
+	db := &DB{path: d.path, opts: o, pragmas: pragmas, dsn: d}
+
+	db.writeDB = sql.OpenDB(newConnector(d, o.busyTimeout(), pragmas, o.StatementCache))
+	if o.SharedPool {
+		db.writeDB.SetMaxOpenConns(o.ReadConns)
+		db.writeDB.SetMaxIdleConns(o.ReadConns)
+		db.readDB = db.writeDB
+	} else {
+		// Exactly one write connection: SQLite allows one writer at a time
+		// anyway, and a second connection would only wait on the lock.
+		db.writeDB.SetMaxOpenConns(1)
+		db.writeDB.SetMaxIdleConns(1)
+		// The read pool is query_only, so a bug can never write through
+		// it. SQLite's own busy handler is fine here: in WAL mode a reader
+		// waits only on crash recovery, never on a writer.
+		readPragmas := mergePragmas(pragmas, []Pragma{{"query_only", "ON"}})
+		db.readDB = sql.OpenDB(newConnector(d, o.Timeout, readPragmas, o.StatementCache))
+		db.readDB.SetMaxOpenConns(o.ReadConns)
+		db.readDB.SetMaxIdleConns(o.ReadConns)
+		db.readers = make(chan struct{}, o.ReadConns)
+	}
+	// Connections are cheap to keep and costly to reopen (each parses the
+	// schema again), so they never expire.
+	db.writeDB.SetConnMaxLifetime(0)
+	db.readDB.SetConnMaxLifetime(0)
+
+	fail := func(what string, err error) (*DB, error) {
+		db.closePools()
+		return nil, fmt.Errorf("sqlitedb: %s %s: %w", what, d.path, describeOpenError(err))
+	}
+	if err := db.writeDB.PingContext(ctx); err != nil {
+		return fail("open", err)
+	}
+	if o.checkpointer() {
+		if err := db.startCheckpointer(ctx); err != nil {
+			return fail("open", err)
+		}
+	}
+	if o.Setup != nil {
+		if err := db.setup(ctx); err != nil {
+			return fail("set up", err)
+		}
+	}
+	switch o.Writer {
+	case WriterQueue:
+		db.writer = newWriter(db, 1)
+	case WriterGroupCommit:
+		db.writer = newWriter(db, groupCommitBatch)
+	}
+	return db, nil
+}
+
+// setup runs Options.Setup on the write connection with SQLite's busy
+// timeout raised to Timeout for the while.
+func (db *DB) setup(ctx context.Context) error {
+	conn, err := db.writeDB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	bg := context.WithoutCancel(ctx)
+	if db.opts.busyTimeout() != db.opts.Timeout {
+		if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout = `+strconv.FormatInt(db.opts.Timeout.Milliseconds(), 10)); err != nil {
+			return err
+		}
+		defer conn.ExecContext(bg, `PRAGMA busy_timeout = `+strconv.FormatInt(db.opts.busyTimeout().Milliseconds(), 10))
+	}
+	err = db.opts.Setup(ctx, conn)
+	// Setup must leave no transaction open: the connection goes on to serve
+	// every write. If it did, roll it back and say so.
+	var autocommit bool
+	if aerr := conn.Raw(func(dc any) error { autocommit = dc.(*driverConn).AutoCommit(); return nil }); aerr == nil && !autocommit {
+		conn.ExecContext(bg, `ROLLBACK`)
+		if err == nil {
+			err = errors.New("Setup returned inside a transaction (it was rolled back)")
+		}
+	}
+	return err
+}
+
+// startCheckpointer sets the WAL hook on the one write connection and
+// starts the checkpointer on a connection of its own. Its busy timeout is
+// 0: a checkpoint never waits for a lock, it tries again on the next
+// signal.
+func (db *DB) startCheckpointer(ctx context.Context) error {
+	conn, err := db.writeDB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	frames, err := watchWAL(ctx, conn)
+	conn.Close()
+	if err != nil {
+		return err
+	}
+	ckdb := sql.OpenDB(newConnector(db.dsn, 0, db.pragmas, -1))
+	ckdb.SetMaxOpenConns(1)
+	ckdb.SetMaxIdleConns(1)
+	ckdb.SetConnMaxLifetime(0)
+	db.checkpointer = newCheckpointer(ckdb, db.writeDB, frames)
+	return nil
+}
+
+// Path is the database file's path.
+func (db *DB) Path() string { return db.path }
+
+// Options are the options the database was opened with, defaults filled in.
+func (db *DB) Options() Options { return db.opts }
+
+// Pragmas are the pragmas every connection runs, in order (the read
+// connections add query_only).
+func (db *DB) Pragmas() []Pragma { return append([]Pragma{}, db.pragmas...) }
+
+// Close lets the writes already queued finish, runs PRAGMA optimize (so the
+// query planner's statistics stay fresh for the next start), checkpoints
+// the WAL into the database file and truncates it, then closes every
+// connection. Reads and writes that arrive meanwhile get ErrClosed. Calls
+// after the first return the first's result.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		db.closed.Store(true)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var errs []error
+		if db.writer != nil {
+			db.writer.close() // runs what is queued, then stops
+		}
+		if db.checkpointer != nil {
+			// Stopped first: the TRUNCATE below must not meet it.
+			errs = append(errs, db.checkpointer.close())
+		}
+		if _, err := db.writeDB.ExecContext(ctx, `PRAGMA optimize`); err != nil {
+			errs = append(errs, fmt.Errorf("optimize: %w", err))
+		}
+		// TRUNCATE leaves a zero-length WAL, so the file is complete on its
+		// own (a copy of it alone is the whole database).
+		if _, err := db.writeDB.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			errs = append(errs, fmt.Errorf("checkpoint: %w", err))
+		}
+		errs = append(errs, db.closePools())
+		if err := errors.Join(errs...); err != nil {
+			db.closeErr = fmt.Errorf("sqlitedb: close %s: %w", db.path, err)
+		}
+	})
+	return db.closeErr
+}
+
+func (db *DB) closePools() error {
+	if db.writer != nil {
+		db.writer.close()
+	}
+	var errs []error
+	if db.checkpointer != nil {
+		errs = append(errs, db.checkpointer.close())
+	}
+	if db.readDB != db.writeDB {
+		errs = append(errs, db.readDB.Close())
+	}
+	errs = append(errs, db.writeDB.Close())
+	return errors.Join(errs...)
+}
+
+// Backup writes a consistent copy of the database to path (which must not
+// exist) with VACUUM INTO, while reads and writes go on: it reads one
+// snapshot, so writers are never blocked, and writes a compact file with
+// no WAL. It uses a connection of its own (the read connections are
+// query_only, which forbids VACUUM INTO, and the write connection would
+// stall every writer for the whole copy).
+func (db *DB) Backup(ctx context.Context, path string) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("sqlitedb: backup: %s already exists", path)
+	}
+	conn := sql.OpenDB(newConnector(db.dsn, db.opts.Timeout, db.pragmas, -1))
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("sqlitedb: backup to %s: %w", path, err)
+	}
+	return nil
+}
+
+// prepareDir makes sure the database's directory exists and the path is
+// not a directory, so the error names the real problem rather than
+// SQLite's "unable to open database file".
+func prepareDir(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("sqlitedb: %s is a directory, not a database file", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("sqlitedb: create the directory of %s: %w", path, err)
+	}
+	return nil
+}
+
+// Library reports the linked SQLite's version and the options it was
+// compiled with (PRAGMA compile_options), to confirm a build's CGO_CFLAGS.
+func Library() (version string, options []string, err error) {
+	db := sql.OpenDB(&connector{dsn: "file::memory:", driver: &sqlite3.SQLiteDriver{}})
+	defer db.Close()
+	if err := db.QueryRow(`SELECT sqlite_version()`).Scan(&version); err != nil {
+		return "", nil, fmt.Errorf("sqlite version: %w", err)
+	}
+	rows, err := db.Query(`PRAGMA compile_options`)
+	if err != nil {
+		return "", nil, fmt.Errorf("compile options: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			return "", nil, err
+		}
+		options = append(options, o)
+	}
+	return version, options, rows.Err()
+}

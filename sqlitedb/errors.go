@@ -1,0 +1,71 @@
+package sqlitedb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// The errors a DB returns say what happened, so a caller can tell a client
+// to come back (HTTP 503) or retry. Test them with errors.Is; the error
+// SQLite returned, if any, is wrapped too (errors.As with sqlite3.Error or
+// *Error).
+var (
+	// ErrClosed: the database was closed before the read or write began.
+	ErrClosed = errors.New("sqlitedb: database is closed")
+	// ErrBusy: SQLite answered SQLITE_BUSY or SQLITE_LOCKED, and waiting
+	// (Options.Busy) did not help within Options.Timeout. With the default
+	// options this happens only when another process holds the write lock
+	// that long.
+	ErrBusy = errors.New("sqlitedb: database is locked")
+	// ErrTimeout: the read or write waited longer than Options.Timeout for
+	// its turn or its connection, and did not run. errors.Is(err,
+	// context.DeadlineExceeded) is true for it too.
+	ErrTimeout error = timeoutError{}
+)
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string        { return "sqlitedb: timed out waiting for a turn" }
+func (timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// IsBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended
+// code), from the driver or from the row reader.
+func IsBusy(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
+	}
+	var re *Error
+	return errors.As(err, &re) && re.Busy()
+}
+
+// result is what a read or write returns to its caller: a busy error is
+// counted and marked ErrBusy.
+func (db *DB) result(err error) error {
+	if err == nil || errors.Is(err, ErrBusy) || !IsBusy(err) {
+		return err
+	}
+	db.busyErrors.Add(1)
+	return fmt.Errorf("%w: %w", ErrBusy, err)
+}
+
+// describeOpenError adds what SQLite's terse open errors usually mean.
+func describeOpenError(err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrNotADB:
+			return fmt.Errorf("the file is not a SQLite database (or is encrypted): %w", err)
+		case sqlite3.ErrCorrupt:
+			return fmt.Errorf("the database file is corrupt: %w", err)
+		case sqlite3.ErrCantOpen:
+			return fmt.Errorf("cannot open the file (check that the path exists and is writable): %w", err)
+		case sqlite3.ErrReadonly:
+			return fmt.Errorf("the file or its directory is read-only: %w", err)
+		}
+	}
+	return err
+}

@@ -1,0 +1,256 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Options says how a database is set up. The zero value is the
+// production setup this package exists for; every field is a departure
+// from it, named for what it changes.
+type Options struct {
+	// ReadConns is the number of read connections (with SharedPool, of
+	// connections in the one pool). 0 means max(4, 2×GOMAXPROCS).
+	ReadConns int
+
+	// Timeout bounds each wait: for the writer's turn, for SQLite's write
+	// lock held by another process, for a read connection. 0 means 5 s,
+	// SQLite's customary busy timeout. A write that has begun is never
+	// interrupted, however long it runs.
+	Timeout time.Duration
+
+	// Pragmas are run on every connection after the defaults
+	// (DefaultPragmas), replacing a default of the same name. A DSN's
+	// _pragma=name(value) parameters replace both.
+	Pragmas []Pragma
+
+	// Writer is how writes are run: WriterQueue (the default), one
+	// goroutine running every write in arrival order; WriterGroupCommit,
+	// the same goroutine committing the writes queued at one moment
+	// together; WriterNone, each write on its caller's goroutine, turns
+	// handed out by database/sql (in no particular order).
+	Writer WriterMode
+
+	// SharedPool puts reads and writes in one pool of ReadConns
+	// connections, as database/sql gives by default, instead of a
+	// read-only pool beside exactly one write connection.
+	SharedPool bool
+
+	// Deferred begins write transactions with BEGIN (DEFERRED) instead of
+	// BEGIN IMMEDIATE. A deferred transaction that reads and then writes
+	// fails with SQLITE_BUSY at once if another connection committed since
+	// its read, and no busy timeout helps it; only for comparison.
+	Deferred bool
+
+	// Busy is how a write waits for SQLite's write lock when another
+	// connection (another process, or with SharedPool another goroutine)
+	// holds it: BusyPoll (the default) retries every BusyInterval until
+	// Timeout; BusySQLite leaves it to SQLite's own busy handler.
+	Busy BusyMode
+	// BusyInterval is BusyPoll's interval; 0 means 1 ms.
+	BusyInterval time.Duration
+
+	// StatementCache is how many prepared statements each connection
+	// keeps for database/sql's calls; 0 means 64, negative none. (The row
+	// reader, Query, keeps its own, up to 128.)
+	StatementCache int
+
+	// SQLiteCheckpoints leaves WAL checkpoints to SQLite, which runs them
+	// inside the commit that takes the WAL past 1,000 pages, while every
+	// other writer waits. By default a goroutine of this package
+	// checkpoints from a connection of its own (see the package
+	// documentation). With SharedPool, SQLite always checkpoints.
+	SQLiteCheckpoints bool
+
+	// Setup, if set, runs once when the database opens, before any read or
+	// write, on the write connection and outside any transaction: the
+	// place for migrations, including those that need a PRAGMA outside a
+	// transaction (foreign_keys=OFF to rebuild a table). SQLite's busy
+	// timeout is Timeout while it runs, so its BEGIN waits for another
+	// process's write lock. If it fails, Open fails.
+	Setup func(ctx context.Context, conn *sql.Conn) error
+
+	// OnWriteWait, if set, is told how long each write waited from asking
+	// to write until its BEGIN returned: the queue plus SQLite's lock. It
+	// runs on the writer's goroutine, so it must be quick.
+	OnWriteWait func(time.Duration)
+}
+
+// WriterMode is how writes are run; see Options.Writer.
+type WriterMode int
+
+const (
+	// WriterQueue runs every write on one goroutine, first come, first
+	// served, each in a transaction of its own.
+	WriterQueue WriterMode = iota
+	// WriterGroupCommit runs every write on one goroutine and commits the
+	// writes queued at one moment (up to 32) in one transaction, each in a
+	// savepoint of its own: a write that fails rolls back alone, but a
+	// failed COMMIT fails every write of its batch.
+	WriterGroupCommit
+	// WriterNone runs each write on its caller's goroutine.
+	WriterNone
+)
+
+// BusyMode is how a write waits for SQLite's lock; see Options.Busy.
+type BusyMode int
+
+const (
+	// BusyPoll sets SQLite's busy timeout to 0 on connections that write,
+	// so a BEGIN that finds the lock taken returns at once, and retries it
+	// every BusyInterval until Timeout. Unlike SQLite's handler it does
+	// not back off, so the writer that has waited longest is not the one
+	// that polls least often.
+	BusyPoll BusyMode = iota
+	// BusySQLite sets SQLite's busy timeout to Timeout: SQLite sleeps and
+	// retries inside the statement, backing off from 1 to 100 ms.
+	BusySQLite
+)
+
+// Pragma is one PRAGMA run on every new connection: PRAGMA Name = Value.
+type Pragma struct{ Name, Value string }
+
+// DefaultPragmas are run on every connection, in this order, unless
+// Options.Pragmas or the DSN replace them.
+func DefaultPragmas() []Pragma {
+	return []Pragma{
+		// Readers never block the writer and the writer never blocks
+		// readers. First, so the rest apply to a WAL database.
+		{"journal_mode", "WAL"},
+		// In WAL mode, NORMAL syncs only at checkpoints: a commit survives
+		// the process crashing; a power loss may drop the last commits but
+		// never corrupts the file. Set FULL to lose nothing acknowledged.
+		{"synchronous", "NORMAL"},
+		// SQLite leaves foreign keys off on every new connection unless
+		// asked; without this, ON DELETE CASCADE silently does nothing.
+		{"foreign_keys", "ON"},
+		// After a checkpoint, truncate the WAL back to 64 MiB, so one burst
+		// of writes does not leave a huge file behind.
+		{"journal_size_limit", "67108864"},
+		// No memory map (SQLite's default). With one, a connection whose
+		// read transaction starts after another connection committed
+		// unmaps the file and maps it again; on a server where nearly every
+		// request commits, the CPU went to munmap and page faults.
+		{"mmap_size", "0"},
+		// A 20 MB page cache per connection instead of 2 MB (negative: KiB).
+		{"cache_size", "-20000"},
+		// Sorts and temporary b-trees in memory, not in temporary files.
+		{"temp_store", "MEMORY"},
+	}
+}
+
+// A pragma is checked against these before it is run, so neither Options
+// nor a DSN can smuggle SQL into every connection.
+var (
+	pragmaNameRe  = regexp.MustCompile(`^[a-z_]+$`)
+	pragmaValueRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	pragmaParamRe = regexp.MustCompile(`^([a-z_]+)\(([A-Za-z0-9_-]*)\)$`)
+)
+
+// mergePragmas returns base with each override replacing the pragma of the
+// same name, or appended if base has none.
+func mergePragmas(base []Pragma, overrides ...[]Pragma) []Pragma {
+	out := append([]Pragma{}, base...)
+	for _, list := range overrides {
+	next:
+		for _, o := range list {
+			for i := range out {
+				if out[i].Name == o.Name {
+					out[i] = o
+					continue next
+				}
+			}
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// checkPragmas reports the first pragma that is not a plain name and value.
+func checkPragmas(ps []Pragma) error {
+	for _, p := range ps {
+		if !pragmaNameRe.MatchString(p.Name) || !pragmaValueRe.MatchString(p.Value) {
+			return fmt.Errorf("sqlitedb: bad pragma %s = %q: want a lower-case name and a plain value", p.Name, p.Value)
+		}
+	}
+	return nil
+}
+
+// dsn is a parsed data source name.
+type dsn struct {
+	path    string
+	params  url.Values // for the driver
+	pragmas []Pragma   // _pragma=name(value)
+}
+
+// parseDSN splits a path or file: URI into the file path, the parameters
+// for the driver, and the _pragma=name(value) parameters.
+func parseDSN(s string) (dsn, error) {
+	if s == "" {
+		return dsn{}, errors.New("sqlitedb: empty database path")
+	}
+	if strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
+		return dsn{}, fmt.Errorf("sqlitedb: %q is a PostgreSQL URL, not a SQLite file", s)
+	}
+	path, query, _ := strings.Cut(strings.TrimPrefix(s, "file:"), "?")
+	if path == "" || path == ":memory:" || strings.Contains(query, "mode=memory") {
+		// Each pooled connection would get its own empty database.
+		return dsn{}, errors.New("sqlitedb: in-memory databases are not supported; give a file path")
+	}
+	params, err := url.ParseQuery(query)
+	if err != nil {
+		return dsn{}, fmt.Errorf("sqlitedb: bad parameters in %q: %w", s, err)
+	}
+	d := dsn{path: path, params: params}
+	for _, p := range params["_pragma"] {
+		m := pragmaParamRe.FindStringSubmatch(p)
+		if m == nil {
+			return dsn{}, fmt.Errorf("sqlitedb: bad _pragma %q: want name(value), e.g. _pragma=cache_size(-16000)", p)
+		}
+		d.pragmas = append(d.pragmas, Pragma{m[1], m[2]})
+	}
+	params.Del("_pragma")
+	for _, reserved := range []string{"_txlock", "_busy_timeout", "_timeout", "mode"} {
+		if params.Has(reserved) {
+			return dsn{}, fmt.Errorf("sqlitedb: parameter %s is set by the options (Deferred, Busy, Timeout); for SQLite's busy timeout use _pragma=busy_timeout(ms)", reserved)
+		}
+	}
+	return d, nil
+}
+
+// withDefaults returns o with its zero values replaced by the defaults.
+func (o Options) withDefaults() Options {
+	if o.ReadConns <= 0 {
+		o.ReadConns = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.BusyInterval <= 0 {
+		o.BusyInterval = time.Millisecond
+	}
+	if o.StatementCache == 0 {
+		o.StatementCache = 64
+	}
+	return o
+}
+
+// checkpointer reports whether the package's checkpointer runs: where
+// every write goes through one connection, whose WAL hook it reads.
+func (o Options) checkpointer() bool { return !o.SharedPool && !o.SQLiteCheckpoints }
+
+// busyTimeout is SQLite's busy timeout on connections that write: 0 where
+// Go polls, so SQLite answers SQLITE_BUSY at once.
+func (o Options) busyTimeout() time.Duration {
+	if o.Busy == BusyPoll {
+		return 0
+	}
+	return o.Timeout
+}

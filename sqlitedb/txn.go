@@ -1,0 +1,273 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Read runs fn in one read transaction on a read connection: every query
+// of fn sees the same snapshot of the database, whatever is written
+// meanwhile, and no write waits for it (WAL mode).
+//
+// Reads wait for a read connection in arrival order (database/sql hands a
+// freed connection to a random waiter, so under load an unlucky request
+// would wait many turns), at most Options.Timeout, or until ctx ends.
+//
+// fn's ctx keeps ctx's values but is never cancelled: a read takes
+// milliseconds, and a statement watching its context costs a goroutine
+// (database/sql starts one per Rows). Its statements may use database/sql
+// (conn.QueryContext, conn.QueryRowContext) or Query, the faster row
+// reader. fn must not keep conn, begin or end transactions on it, or write
+// (the read connections are query_only).
+func (db *DB) Read(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if db.readers == nil { // SharedPool
+		return db.result(db.whileBusy(ctx, nil, func() error { return db.readOn(ctx, db.readDB, fn) }))
+	}
+	if err := db.enterRead(ctx); err != nil {
+		return err
+	}
+	defer db.leaveRead()
+	return db.result(db.readOn(ctx, db.readDB, fn))
+}
+
+// readOn runs fn in a read transaction on a connection of pool.
+func (db *DB) readOn(ctx context.Context, pool *sql.DB, fn func(context.Context, *sql.Conn) error) error {
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := execOn(conn, `BEGIN`); err != nil {
+		return err
+	}
+	err = fn(context.WithoutCancel(ctx), conn)
+	// Ending a read transaction cannot fail for a reason worth reporting
+	// over fn's, but it must happen, or the connection would go back to
+	// the pool inside a transaction.
+	if cerr := execOn(conn, `COMMIT`); cerr != nil {
+		execOn(conn, `ROLLBACK`)
+		if err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// enterRead waits for a read connection's slot, in arrival order:
+// goroutines blocked sending on a channel are served first come, first
+// served.
+func (db *DB) enterRead(ctx context.Context) error {
+	select {
+	case db.readers <- struct{}{}:
+		return nil
+	default:
+	}
+	timer := time.NewTimer(db.opts.Timeout)
+	defer timer.Stop()
+	select {
+	case db.readers <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return fmt.Errorf("waited %v for a read connection: %w", db.opts.Timeout, ErrTimeout)
+	}
+}
+
+func (db *DB) leaveRead() { <-db.readers }
+
+// Write runs fn in one write transaction, BEGIN IMMEDIATE … COMMIT, and
+// returns once it has committed, or failed and rolled back. With the
+// default options, fn runs on the writer goroutine after every write this
+// process asked for before it (first come, first served), in the
+// transaction's connection.
+//
+// A write whose ctx ends, or that waits longer than Options.Timeout,
+// before its turn never runs (ctx's error, or ErrTimeout). Once it runs,
+// it is never interrupted: fn's ctx keeps ctx's values but is not
+// cancelled, since an interrupted statement can roll back the whole
+// transaction. With WriterNone, fn runs on the caller's goroutine with
+// ctx itself.
+//
+// If fn returns an error, the transaction rolls back and Write returns
+// that error. fn must not keep conn, nor begin or end transactions on it
+// (savepoints are fine).
+func (db *DB) Write(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if db.writer != nil {
+		return db.result(db.writer.submit(ctx, fn, db.writer.queue))
+	}
+	return db.result(db.writeHere(ctx, fn))
+}
+
+// Coalesce runs fn like Write, except that the coalesced writes queued at
+// one moment (up to 256) share one transaction of their own, in arrival
+// order. Sharing a commit couples their fates: if one fails, they all roll
+// back and all get its error. So fn must be a write that cannot fail on
+// its own (a last-seen time, a counter, a log line) — its only failures
+// being the database's, which would fail any of them.
+//
+// The writer takes coalesced writes and ordinary ones by turns, so a burst
+// of one kind does not hold up the other. With WriterNone, Coalesce is
+// Write.
+func (db *DB) Coalesce(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if db.writer != nil {
+		return db.result(db.writer.submit(ctx, fn, db.writer.coalesced))
+	}
+	return db.result(db.writeHere(ctx, fn))
+}
+
+// writeHere runs a write on the caller's goroutine (WriterNone).
+func (db *DB) writeHere(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
+	start := time.Now()
+	connCtx, cancel := context.WithTimeout(ctx, db.opts.Timeout)
+	conn, err := db.writeDB.Conn(connCtx)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			err = fmt.Errorf("waited %v for the write connection: %w", db.opts.Timeout, ErrTimeout)
+		}
+		return err
+	}
+	err = db.begin(ctx, conn)
+	db.observeWriteWait(start)
+	if err == nil {
+		if err = fn(ctx, conn); err != nil {
+			execOn(conn, `ROLLBACK`)
+		} else {
+			err = commit(conn)
+		}
+	}
+	conn.Close()
+	if err == nil && db.checkpointer != nil {
+		db.checkpointer.committed() // with the connection back: it may checkpoint on it
+	}
+	return err
+}
+
+// begin starts a write transaction on conn, retrying while the lock is
+// taken as Options.Busy says.
+func (db *DB) begin(ctx context.Context, conn *sql.Conn) error {
+	stmt := `BEGIN IMMEDIATE`
+	if db.opts.Deferred {
+		stmt = `BEGIN`
+	}
+	err := db.whileBusy(ctx, &db.busyRetries, func() error { return execOn(conn, stmt) })
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	return nil
+}
+
+// commit commits the transaction on conn; if COMMIT fails, it rolls back,
+// so the connection never goes back to its pool inside a transaction.
+func commit(conn *sql.Conn) error {
+	if err := execOn(conn, `COMMIT`); err != nil {
+		execOn(conn, `ROLLBACK`)
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// whileBusy runs try until it succeeds, fails with anything but a busy
+// error, or Options.Timeout has passed, sleeping BusyInterval between
+// tries; with BusySQLite it runs try once (SQLite's handler waited).
+// Each retry is counted in retries, if given.
+func (db *DB) whileBusy(ctx context.Context, retries *atomic.Int64, try func() error) error {
+	var deadline time.Time
+	for {
+		err := try()
+		if err == nil || db.opts.Busy != BusyPoll || !IsBusy(err) {
+			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(db.opts.Timeout)
+		} else if time.Now().After(deadline) {
+			return err
+		}
+		if retries != nil {
+			retries.Add(1)
+		}
+		if err := sleepCtx(ctx, db.opts.BusyInterval); err != nil {
+			return err
+		}
+	}
+}
+
+func (db *DB) observeWriteWait(start time.Time) {
+	if db.opts.OnWriteWait != nil {
+		db.opts.OnWriteWait(time.Since(start))
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Stats is a snapshot of a DB's counters.
+type Stats struct {
+	Writer      WriterStats     // zero with WriterNone
+	Checkpoints CheckpointStats // zero without the package's checkpointer
+	// BusyRetries counts BEGINs (and, with SharedPool, reads) that found
+	// SQLite's lock taken and were tried again (BusyPoll).
+	BusyRetries int64
+	// BusyErrors counts ErrBusy errors returned to callers: each is a read
+	// or write that failed because the database was locked.
+	BusyErrors int64
+	ReadPool   sql.DBStats // the read pool (with SharedPool, the one pool)
+	WritePool  sql.DBStats // the write connection (with SharedPool, the one pool)
+	SharedPool bool
+}
+
+// WriterStats are the writer goroutine's counters.
+type WriterStats struct {
+	Depth     int   // writes waiting now
+	MaxDepth  int   // most writes ever waiting at once
+	Turns     int64 // writes run (ordinary and coalesced)
+	Abandoned int64 // writes whose caller left before their turn (they never ran)
+	Commits   int64 // transactions committed
+}
+
+// CheckpointStats are the checkpointer's counters.
+type CheckpointStats struct {
+	Background int64 // PASSIVE checkpoints from the checkpointer's own connection
+	Inline     int64 // checkpoints the writer ran itself: to finish one, or past the hard limit
+	Truncates  int64 // TRUNCATE checkpoints once writes stopped
+	Errors     int64 // checkpoints that failed (tried again at the next signal)
+}
+
+// Stats returns the current counters.
+func (db *DB) Stats() Stats {
+	s := Stats{
+		BusyRetries: db.busyRetries.Load(),
+		BusyErrors:  db.busyErrors.Load(),
+		ReadPool:    db.readDB.Stats(),
+		WritePool:   db.writeDB.Stats(),
+		SharedPool:  db.opts.SharedPool,
+	}
+	if db.writer != nil {
+		s.Writer = db.writer.snapshot()
+	}
+	if c := db.checkpointer; c != nil {
+		s.Checkpoints = CheckpointStats{Background: c.runs.Load(), Inline: c.inline.Load(), Truncates: c.truncates.Load(), Errors: c.errors.Load()}
+	}
+	return s
+}
