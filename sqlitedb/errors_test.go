@@ -23,7 +23,7 @@ func TestIsBusy(t *testing.T) {
 		{"row reader SQLITE_BUSY_SNAPSHOT, wrapped", fmt.Errorf("page: %w", &sqlitedb.Error{Code: 517}), true},
 		{"row reader SQLITE_LOCKED_SHAREDCACHE", &sqlitedb.Error{Code: 262}, true},
 		{"row reader SQLITE_ERROR", &sqlitedb.Error{Code: 1}, false},
-			{"marked ErrBusy by a read or write", fmt.Errorf("%w: %w", sqlitedb.ErrBusy, sqlite3.Error{Code: sqlite3.ErrBusy}), true},
+		{"marked ErrBusy by a read or write", fmt.Errorf("%w: %w", sqlitedb.ErrBusy, sqlite3.Error{Code: sqlite3.ErrBusy}), true},
 		{"something else", fmt.Errorf("no"), false},
 	} {
 		if got := sqlitedb.IsBusy(c.err); got != c.want {

@@ -42,8 +42,8 @@ import (
 //     before its turn is skipped and never runs.
 //   - Close runs what is queued, then stops.
 type writer struct {
-	db       *DB
-	maxBatch int
+	db        *DB
+	maxBatch  int
 	queue     chan *pendingWrite
 	coalesced chan *pendingWrite
 	stop      chan struct{}
