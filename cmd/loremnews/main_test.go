@@ -213,7 +213,7 @@ func TestUsageErrors(t *testing.T) {
 		os.WriteFile(file, []byte("x"), 0o644)
 		var stderr bytes.Buffer
 		err := run(context.Background(), []string{"migrate", "--db", filepath.Join(file, "db.sqlite3")}, io.Discard, io.Discard)
-		if code := exitCode(err, &stderr); code != 1 || !strings.Contains(stderr.String(), "create directory for") {
+		if code := exitCode(err, &stderr); code != 1 || !strings.Contains(stderr.String(), "create the directory of") {
 			t.Fatalf("exit %d, stderr %q", code, stderr.String())
 		}
 	})
