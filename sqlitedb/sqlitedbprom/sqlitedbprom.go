@@ -1,0 +1,124 @@
+// Package sqlitedbprom exports a sqlitedb.DB's counters (DB.Stats) as
+// Prometheus metrics, read at each scrape. It is a package of its own so
+// that sqlitedb itself imports no metrics library.
+//
+//	reg := prometheus.NewRegistry()
+//	reg.MustRegister(sqlitedbprom.NewCollector(db, "myapp"))
+//	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//
+// The metrics, each named namespace_sqlite_…:
+//
+//	writer_queue_depth               gauge    writes waiting for the writer now
+//	writer_queue_max_depth           gauge    most writes ever waiting at once
+//	writer_turns_total               counter  writes run (ordinary and coalesced)
+//	writer_abandoned_total           counter  writes whose caller left before their turn
+//	writer_commits_total             counter  transactions the writer committed
+//	busy_retries_total               counter  BEGINs retried because another connection held the lock
+//	busy_errors_total                counter  reads and writes that failed with ErrBusy
+//	checkpoints_total{kind}          counter  WAL checkpoints: background, inline, truncate
+//	checkpoint_errors_total          counter  checkpoints that failed (tried again later)
+//	pool_open_connections{pool}      gauge    open connections: read, write (or shared)
+//	pool_in_use_connections{pool}    gauge    connections in use
+//	pool_waits_total{pool}           counter  times a caller waited for a connection
+//	pool_wait_seconds_total{pool}    counter  time spent waiting for a connection
+//
+// The writer metrics are left out with Options.Writer WriterNone, the
+// checkpoint metrics where the package's checkpointer does not run
+// (SharedPool or SQLiteCheckpoints).
+package sqlitedbprom
+
+import (
+	"database/sql"
+
+	"github.com/loremnews/loremnews/sqlitedb"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector reads db.Stats() at each scrape.
+type collector struct {
+	db *sqlitedb.DB
+
+	queueDepth, queueMaxDepth, turns, abandoned, commits *prometheus.Desc
+	busyRetries, busyErrors                              *prometheus.Desc
+	checkpoints, checkpointErrors                        *prometheus.Desc
+	poolOpen, poolInUse, poolWaits, poolWaitSeconds      *prometheus.Desc
+}
+
+// NewCollector returns a collector of db's Stats, with metric names
+// starting namespace_sqlite_ (sqlite_ if namespace is empty). Register it
+// once per database; to watch several databases, register each on its own
+// registry or wrap the registerer with prometheus.WrapRegistererWith and a
+// label that tells them apart.
+func NewCollector(db *sqlitedb.DB, namespace string) prometheus.Collector {
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "sqlite", name), help, labels, nil)
+	}
+	return &collector{
+		db:               db,
+		queueDepth:       desc("writer_queue_depth", "Writes waiting for the writer now."),
+		queueMaxDepth:    desc("writer_queue_max_depth", "Most writes ever waiting for the writer at once."),
+		turns:            desc("writer_turns_total", "Writes the writer ran, ordinary and coalesced."),
+		abandoned:        desc("writer_abandoned_total", "Writes whose caller left (context ended, Timeout passed) before their turn; they never ran."),
+		commits:          desc("writer_commits_total", "Transactions the writer committed (coalesced writes share one)."),
+		busyRetries:      desc("busy_retries_total", "BEGINs (and shared-pool reads) that found SQLite's lock taken and were tried again."),
+		busyErrors:       desc("busy_errors_total", "Reads and writes that failed with ErrBusy: the database stayed locked past Timeout."),
+		checkpoints:      desc("checkpoints_total", "WAL checkpoints, by kind: background (PASSIVE, own connection), inline (run by the writer), truncate (once writes stopped).", "kind"),
+		checkpointErrors: desc("checkpoint_errors_total", "WAL checkpoints that failed (tried again at the next signal)."),
+		poolOpen:         desc("pool_open_connections", "Open connections, by pool (read, write, or shared).", "pool"),
+		poolInUse:        desc("pool_in_use_connections", "Connections in use, by pool.", "pool"),
+		poolWaits:        desc("pool_waits_total", "Times a caller of database/sql waited for a free connection, by pool.", "pool"),
+		poolWaitSeconds:  desc("pool_wait_seconds_total", "Time callers of database/sql spent waiting for a free connection, by pool.", "pool"),
+	}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{
+		c.queueDepth, c.queueMaxDepth, c.turns, c.abandoned, c.commits,
+		c.busyRetries, c.busyErrors, c.checkpoints, c.checkpointErrors,
+		c.poolOpen, c.poolInUse, c.poolWaits, c.poolWaitSeconds,
+	} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.db.Stats()
+	o := c.db.Options()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+
+	if o.Writer != sqlitedb.WriterNone {
+		w := s.Writer
+		gauge(c.queueDepth, float64(w.Depth))
+		gauge(c.queueMaxDepth, float64(w.MaxDepth))
+		counter(c.turns, float64(w.Turns))
+		counter(c.abandoned, float64(w.Abandoned))
+		counter(c.commits, float64(w.Commits))
+	}
+	counter(c.busyRetries, float64(s.BusyRetries))
+	counter(c.busyErrors, float64(s.BusyErrors))
+	if !o.SharedPool && !o.SQLiteCheckpoints {
+		k := s.Checkpoints
+		counter(c.checkpoints, float64(k.Background), "background")
+		counter(c.checkpoints, float64(k.Inline), "inline")
+		counter(c.checkpoints, float64(k.Truncates), "truncate")
+		counter(c.checkpointErrors, float64(k.Errors))
+	}
+
+	pool := func(name string, p sql.DBStats) {
+		gauge(c.poolOpen, float64(p.OpenConnections), name)
+		gauge(c.poolInUse, float64(p.InUse), name)
+		counter(c.poolWaits, float64(p.WaitCount), name)
+		counter(c.poolWaitSeconds, p.WaitDuration.Seconds(), name)
+	}
+	if s.SharedPool {
+		pool("shared", s.ReadPool)
+	} else {
+		pool("read", s.ReadPool)
+		pool("write", s.WritePool)
+	}
+}

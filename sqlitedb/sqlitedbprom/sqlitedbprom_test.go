@@ -1,0 +1,158 @@
+package sqlitedbprom_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loremnews/loremnews/sqlitedb"
+	"github.com/loremnews/loremnews/sqlitedb/sqlitedbprom"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func open(t *testing.T, opts sqlitedb.Options) *sqlitedb.DB {
+	t.Helper()
+	opts.Setup = func(ctx context.Context, conn *sql.Conn) error {
+		_, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)`)
+		return err
+	}
+	db, err := sqlitedb.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// work runs n writes, one after another, and one read.
+func work(t *testing.T, db *sqlitedb.DB, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		if err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
+			_, err := conn.ExecContext(ctx, `INSERT INTO t (v) VALUES (?)`, i)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		var count int
+		return conn.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&count)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With the default options every metric is there, and the counters count
+// what the database did.
+func TestCollectorDefaults(t *testing.T) {
+	db := open(t, sqlitedb.Options{})
+	work(t, db, 5)
+	c := sqlitedbprom.NewCollector(db, "test")
+
+	// 5 writer metrics, 2 busy, 3 checkpoint kinds and their errors, 4 for
+	// each of the 2 pools.
+	if n := testutil.CollectAndCount(c); n != 5+2+4+2*4 {
+		t.Errorf("CollectAndCount = %d, want %d", n, 5+2+4+2*4)
+	}
+	if problems, err := testutil.CollectAndLint(c); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, p := range problems {
+			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		}
+	}
+	// A pedantic registry checks that every metric collected was described.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+
+	const want = `
+# HELP test_sqlite_writer_turns_total Writes the writer ran, ordinary and coalesced.
+# TYPE test_sqlite_writer_turns_total counter
+test_sqlite_writer_turns_total 5
+# HELP test_sqlite_writer_commits_total Transactions the writer committed (coalesced writes share one).
+# TYPE test_sqlite_writer_commits_total counter
+test_sqlite_writer_commits_total 5
+# HELP test_sqlite_writer_abandoned_total Writes whose caller left (context ended, Timeout passed) before their turn; they never ran.
+# TYPE test_sqlite_writer_abandoned_total counter
+test_sqlite_writer_abandoned_total 0
+# HELP test_sqlite_writer_queue_depth Writes waiting for the writer now.
+# TYPE test_sqlite_writer_queue_depth gauge
+test_sqlite_writer_queue_depth 0
+# HELP test_sqlite_busy_errors_total Reads and writes that failed with ErrBusy: the database stayed locked past Timeout.
+# TYPE test_sqlite_busy_errors_total counter
+test_sqlite_busy_errors_total 0
+# HELP test_sqlite_pool_open_connections Open connections, by pool (read, write, or shared).
+# TYPE test_sqlite_pool_open_connections gauge
+test_sqlite_pool_open_connections{pool="read"} 1
+test_sqlite_pool_open_connections{pool="write"} 1
+# HELP test_sqlite_pool_in_use_connections Connections in use, by pool.
+# TYPE test_sqlite_pool_in_use_connections gauge
+test_sqlite_pool_in_use_connections{pool="read"} 0
+test_sqlite_pool_in_use_connections{pool="write"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"test_sqlite_writer_turns_total", "test_sqlite_writer_commits_total", "test_sqlite_writer_abandoned_total",
+		"test_sqlite_writer_queue_depth", "test_sqlite_busy_errors_total",
+		"test_sqlite_pool_open_connections", "test_sqlite_pool_in_use_connections"); err != nil {
+		t.Error(err)
+	}
+
+	// The counters follow the database: three more writes.
+	work(t, db, 3)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP test_sqlite_writer_turns_total Writes the writer ran, ordinary and coalesced.
+# TYPE test_sqlite_writer_turns_total counter
+test_sqlite_writer_turns_total 8
+`), "test_sqlite_writer_turns_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// Without the writer goroutine and the checkpointer (one shared pool, each
+// write on its caller's goroutine) their metrics are left out, and the one
+// pool is reported once, as "shared".
+func TestCollectorSharedPoolNoWriter(t *testing.T) {
+	db := open(t, sqlitedb.Options{SharedPool: true, Writer: sqlitedb.WriterNone})
+	work(t, db, 2)
+	c := sqlitedbprom.NewCollector(db, "")
+
+	if n := testutil.CollectAndCount(c); n != 2+4 {
+		t.Errorf("CollectAndCount = %d, want %d", n, 2+4)
+	}
+	for _, absent := range []string{"sqlite_writer_turns_total", "sqlite_checkpoints_total"} {
+		if n := testutil.CollectAndCount(c, absent); n != 0 {
+			t.Errorf("%s: %d metrics, want none", absent, n)
+		}
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP sqlite_pool_in_use_connections Connections in use, by pool.
+# TYPE sqlite_pool_in_use_connections gauge
+sqlite_pool_in_use_connections{pool="shared"} 0
+`), "sqlite_pool_in_use_connections"); err != nil {
+		t.Error(err)
+	}
+}
+
+// The checkpoint counters are labelled by kind, all three reported from the
+// start.
+func TestCollectorCheckpointKinds(t *testing.T) {
+	db := open(t, sqlitedb.Options{})
+	c := sqlitedbprom.NewCollector(db, "app")
+	if err := testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP app_sqlite_checkpoints_total WAL checkpoints, by kind: background (PASSIVE, own connection), inline (run by the writer), truncate (once writes stopped).
+# TYPE app_sqlite_checkpoints_total counter
+app_sqlite_checkpoints_total{kind="background"} 0
+app_sqlite_checkpoints_total{kind="inline"} 0
+app_sqlite_checkpoints_total{kind="truncate"} 0
+`), "app_sqlite_checkpoints_total"); err != nil {
+		t.Error(err)
+	}
+}
