@@ -33,6 +33,8 @@ type DB struct {
 
 	busyRetries atomic.Int64 // BEGINs (and shared-pool reads) retried after SQLITE_BUSY
 	busyErrors  atomic.Int64 // SQLITE_BUSY errors returned to callers
+	readWaits   atomic.Int64 // reads that found every read connection taken
+	readWaitNs  atomic.Int64 // their total wait, in nanoseconds
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -139,7 +141,7 @@ func (db *DB) setup(ctx context.Context) error {
 	if aerr := conn.Raw(func(dc any) error { autocommit = dc.(*driverConn).AutoCommit(); return nil }); aerr == nil && !autocommit {
 		conn.ExecContext(bg, `ROLLBACK`)
 		if err == nil {
-			err = errors.New("Setup returned inside a transaction (it was rolled back)")
+			err = errors.New("setup returned inside a transaction (it was rolled back)")
 		}
 	}
 	return err
@@ -227,7 +229,7 @@ func (db *DB) closePools() error {
 }
 
 // Backup writes a consistent copy of the database to path (which must not
-// exist) with VACUUM INTO, while reads and writes go on: it reads one
+// exist; its directory is created if needed) with VACUUM INTO, while reads and writes go on: it reads one
 // snapshot, so writers are never blocked, and writes a compact file with
 // no WAL. It uses a connection of its own (the read connections are
 // query_only, which forbids VACUUM INTO, and the write connection would
@@ -238,6 +240,9 @@ func (db *DB) Backup(ctx context.Context, path string) error {
 	}
 	if _, err := os.Stat(path); err == nil {
 		return fmt.Errorf("sqlitedb: backup: %s already exists", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("sqlitedb: backup: %w", err)
 	}
 	conn := sql.OpenDB(newConnector(db.dsn, db.opts.Timeout, db.pragmas, -1))
 	defer conn.Close()

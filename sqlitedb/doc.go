@@ -78,7 +78,7 @@
 //
 // # Measured
 //
-// FIGURES
+// # FIGURES
 //
 // # Limits
 //

@@ -3,6 +3,7 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -68,6 +69,9 @@ func (db *DB) enterRead(ctx context.Context) error {
 		return nil
 	default:
 	}
+	db.readWaits.Add(1)
+	start := time.Now()
+	defer func() { db.readWaitNs.Add(int64(time.Since(start))) }()
 	timer := time.NewTimer(db.opts.Timeout)
 	defer timer.Stop()
 	select {
@@ -103,6 +107,9 @@ func (db *DB) Write(ctx context.Context, fn func(ctx context.Context, conn *sql.
 		return ErrClosed
 	}
 	if db.writer != nil {
+		if ctx.Value(insideWrite{}) == db {
+			return errNested
+		}
 		return db.result(db.writer.submit(ctx, fn, db.writer.queue))
 	}
 	return db.result(db.writeHere(ctx, fn))
@@ -123,10 +130,22 @@ func (db *DB) Coalesce(ctx context.Context, fn func(ctx context.Context, conn *s
 		return ErrClosed
 	}
 	if db.writer != nil {
+		if ctx.Value(insideWrite{}) == db {
+			return errNested
+		}
 		return db.result(db.writer.submit(ctx, fn, db.writer.coalesced))
 	}
 	return db.result(db.writeHere(ctx, fn))
 }
+
+// insideWrite is the key of the value the writer puts in a write's
+// context: the DB it runs on.
+type insideWrite struct{}
+
+// errNested answers a Write or Coalesce called from inside a write's
+// function: it would wait for its own turn, behind the write that called
+// it, until Timeout.
+var errNested = errors.New("sqlitedb: Write or Coalesce called inside a write on the same DB; run the statements on the write's conn instead")
 
 // writeHere runs a write on the caller's goroutine (WriterNone).
 func (db *DB) writeHere(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
@@ -232,9 +251,14 @@ type Stats struct {
 	// BusyErrors counts ErrBusy errors returned to callers: each is a read
 	// or write that failed because the database was locked.
 	BusyErrors int64
-	ReadPool   sql.DBStats // the read pool (with SharedPool, the one pool)
-	WritePool  sql.DBStats // the write connection (with SharedPool, the one pool)
-	SharedPool bool
+	// ReadWaits counts reads that found every read connection taken and
+	// waited for one; ReadWaitTime is their total wait. (ReadPool's own
+	// wait counts stay 0: reads queue before they reach the pool.)
+	ReadWaits    int64
+	ReadWaitTime time.Duration
+	ReadPool     sql.DBStats // the read pool (with SharedPool, the one pool)
+	WritePool    sql.DBStats // the write connection (with SharedPool, the one pool)
+	SharedPool   bool
 }
 
 // WriterStats are the writer goroutine's counters.
@@ -257,11 +281,13 @@ type CheckpointStats struct {
 // Stats returns the current counters.
 func (db *DB) Stats() Stats {
 	s := Stats{
-		BusyRetries: db.busyRetries.Load(),
-		BusyErrors:  db.busyErrors.Load(),
-		ReadPool:    db.readDB.Stats(),
-		WritePool:   db.writeDB.Stats(),
-		SharedPool:  db.opts.SharedPool,
+		BusyRetries:  db.busyRetries.Load(),
+		BusyErrors:   db.busyErrors.Load(),
+		ReadWaits:    db.readWaits.Load(),
+		ReadWaitTime: time.Duration(db.readWaitNs.Load()),
+		ReadPool:     db.readDB.Stats(),
+		WritePool:    db.writeDB.Stats(),
+		SharedPool:   db.opts.SharedPool,
 	}
 	if db.writer != nil {
 		s.Writer = db.writer.snapshot()

@@ -176,6 +176,12 @@ func (wr *writer) drain() {
 	}
 }
 
+// fnContext is the context a write's function runs with: its caller's
+// values, no cancellation, and the mark that tells a nested Write.
+func (wr *writer) fnContext(w *pendingWrite) context.Context {
+	return context.WithValue(context.WithoutCancel(w.ctx), insideWrite{}, wr.db)
+}
+
 // timedOut is the error of a write whose turn did not come in time.
 func (wr *writer) timedOut() error {
 	return fmt.Errorf("waited %v for the writer's turn: %w", wr.db.opts.Timeout, ErrTimeout)
@@ -215,7 +221,7 @@ func (wr *writer) commitOne(batch []*pendingWrite) {
 		w.done <- err
 		return
 	}
-	if err := w.fn(context.WithoutCancel(w.ctx), conn); err != nil {
+	if err := w.fn(wr.fnContext(w), conn); err != nil {
 		wr.rollback(conn)
 		w.done <- err
 		return
@@ -279,7 +285,7 @@ func (wr *writer) commitCoalesced(batch []*pendingWrite) {
 		return
 	}
 	for _, w := range batch {
-		if err := w.fn(context.WithoutCancel(w.ctx), conn); err != nil {
+		if err := w.fn(wr.fnContext(w), conn); err != nil {
 			wr.rollback(conn)
 			fail(err)
 			return
@@ -313,7 +319,7 @@ func (wr *writer) commit(live []*pendingWrite) {
 			fail(fmt.Errorf("savepoint: %w", err))
 			return
 		}
-		if err := w.fn(context.WithoutCancel(w.ctx), tx); err != nil {
+		if err := w.fn(wr.fnContext(w), tx); err != nil {
 			results[i] = err
 			if rerr := execOn(tx, `ROLLBACK TO write`); rerr != nil {
 				// SQLite rolled the whole transaction back (it does on

@@ -42,6 +42,7 @@ type collector struct {
 	busyRetries, busyErrors                              *prometheus.Desc
 	checkpoints, checkpointErrors                        *prometheus.Desc
 	poolOpen, poolInUse, poolWaits, poolWaitSeconds      *prometheus.Desc
+	readWaits, readWaitSeconds                           *prometheus.Desc
 }
 
 // NewCollector returns a collector of db's Stats, with metric names
@@ -68,6 +69,8 @@ func NewCollector(db *sqlitedb.DB, namespace string) prometheus.Collector {
 		poolInUse:        desc("pool_in_use_connections", "Connections in use, by pool.", "pool"),
 		poolWaits:        desc("pool_waits_total", "Times a caller of database/sql waited for a free connection, by pool.", "pool"),
 		poolWaitSeconds:  desc("pool_wait_seconds_total", "Time callers of database/sql spent waiting for a free connection, by pool.", "pool"),
+		readWaits:        desc("read_waits_total", "Reads that found every read connection taken and waited for one, in arrival order."),
+		readWaitSeconds:  desc("read_wait_seconds_total", "Time reads spent waiting for a read connection."),
 	}
 }
 
@@ -76,6 +79,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.queueDepth, c.queueMaxDepth, c.turns, c.abandoned, c.commits,
 		c.busyRetries, c.busyErrors, c.checkpoints, c.checkpointErrors,
 		c.poolOpen, c.poolInUse, c.poolWaits, c.poolWaitSeconds,
+		c.readWaits, c.readWaitSeconds,
 	} {
 		ch <- d
 	}
@@ -120,5 +124,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		pool("read", s.ReadPool)
 		pool("write", s.WritePool)
+		counter(c.readWaits, float64(s.ReadWaits))
+		counter(c.readWaitSeconds, s.ReadWaitTime.Seconds())
 	}
 }

@@ -1,0 +1,97 @@
+package sqlitedb_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/loremnews/loremnews/sqlitedb"
+)
+
+// A Write or Coalesce called inside a write fails at once, instead of
+// waiting behind the write that called it until the timeout; the outer
+// write still commits.
+func TestNestedWriteFailsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlitedb.Open(ctx, filepath.Join(t.TempDir(), "n.db"), &sqlitedb.Options{Setup: func(ctx context.Context, conn *sql.Conn) error {
+		_, err := conn.ExecContext(ctx, `CREATE TABLE t (x INTEGER)`)
+		return err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var inner, innerCoalesce error
+	err = db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		inner = db.Write(ctx, func(context.Context, *sql.Conn) error { return nil })
+		innerCoalesce = db.Coalesce(ctx, func(context.Context, *sql.Conn) error { return nil })
+		_, err := conn.ExecContext(ctx, `INSERT INTO t VALUES (1)`)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("outer write: %v", err)
+	}
+	for _, e := range []error{inner, innerCoalesce} {
+		if e == nil || !strings.Contains(e.Error(), "inside a write") {
+			t.Errorf("nested call: %v, want an error saying it was called inside a write", e)
+		}
+	}
+	if s := db.Stats().Writer; s.Abandoned != 0 {
+		t.Errorf("abandoned %d: the nested calls must not have queued", s.Abandoned)
+	}
+	var n int
+	if err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		return conn.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n)
+	}); err != nil || n != 1 {
+		t.Fatalf("rows %d, %v; want the outer write's 1", n, err)
+	}
+}
+
+// Reads that find every read connection taken are counted in Stats, with
+// their wait.
+func TestReadWaitsAreCounted(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlitedb.Open(ctx, filepath.Join(t.TempDir(), "w.db"), &sqlitedb.Options{ReadConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	inside, release := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		db.Read(ctx, func(context.Context, *sql.Conn) error {
+			close(inside)
+			<-release
+			return nil
+		})
+	})
+	<-inside
+	done := make(chan error)
+	go func() { done <- db.Read(ctx, func(context.Context, *sql.Conn) error { return nil }) }()
+	// The second read is counted as it starts waiting, and can only finish
+	// after the first leaves.
+	deadline := time.Now().Add(time.Minute)
+	for db.Stats().ReadWaits == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("second read finished (%v) while the only read connection was taken", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second read never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if s := db.Stats(); s.ReadWaits != 1 || s.ReadWaitTime <= 0 {
+		t.Fatalf("ReadWaits %d, ReadWaitTime %v; want 1 and more than 0", s.ReadWaits, s.ReadWaitTime)
+	}
+}
