@@ -54,4 +54,6 @@ int sqlite3_column_bytes(sqlite3_stmt *pStmt, int iCol);
 const char *sqlite3_errmsg(sqlite3 *db);
 int sqlite3_extended_errcode(sqlite3 *db);
 int sqlite3_stmt_readonly(sqlite3_stmt *pStmt);
+sqlite3_int64 sqlite3_changes64(sqlite3 *db);
+sqlite3_int64 sqlite3_last_insert_rowid(sqlite3 *db);
 void *sqlite3_wal_hook(sqlite3 *db, int (*xCallback)(void *, sqlite3 *, const char *, int), void *pArg);

@@ -218,11 +218,21 @@ func (c *driverConn) statement(query string) (*C.sqlite3_stmt, error) {
 	cq := C.CString(query)
 	defer C.free(unsafe.Pointer(cq))
 	var s *C.sqlite3_stmt
-	if rc := C.sqlite3_prepare_v3(c.handle, cq, -1, C.LITE_PREPARE_PERSISTENT, &s, nil); rc != C.LITE_OK {
+	var tail *C.char
+	if rc := C.sqlite3_prepare_v3(c.handle, cq, -1, C.LITE_PREPARE_PERSISTENT, &s, &tail); rc != C.LITE_OK {
 		return nil, c.lastError(rc)
 	}
 	if s == nil {
 		return nil, errors.New("sqlitedb: empty query")
+	}
+	if *tail != 0 { // something follows the first statement: only comments, or a second one?
+		var next *C.sqlite3_stmt
+		C.sqlite3_prepare_v3(c.handle, tail, -1, 0, &next, nil)
+		if next != nil {
+			C.sqlite3_finalize(next)
+			C.sqlite3_finalize(s)
+			return nil, fmt.Errorf("sqlitedb: one statement at a time, and the query goes on after the first: %.40q", C.GoString(tail))
+		}
 	}
 	c.stmts[query] = s
 	return s, nil
@@ -535,6 +545,79 @@ func watchWAL(ctx context.Context, conn *sql.Conn) (frames func() int, err error
 	})
 	return frames, err
 }
+
+// Exec runs one statement on conn, a connection of a DB's pool (inside
+// Read or Write), and reports what it changed: the same as
+// conn.ExecContext, without database/sql's and the driver's layers (their
+// locks, a driver.Value per argument, a goroutine watching ctx). The
+// statement stays prepared on the connection for the next call. Rows the
+// statement returns, if any, are stepped through and dropped. Arguments
+// are those Query takes. ctx is not watched: the statement runs to its end.
+func Exec(ctx context.Context, conn *sql.Conn, query string, args ...any) (sql.Result, error) {
+	var res result
+	err := conn.Raw(func(dc any) error {
+		c, ok := dc.(*driverConn)
+		if !ok {
+			return fmt.Errorf("sqlitedb: Exec needs a connection of a sqlitedb.DB, got %T", dc)
+		}
+		s, err := c.statement(query)
+		if err != nil {
+			return err
+		}
+		if err := c.bind(s, args); err != nil {
+			return err
+		}
+		rc := C.sqlite3_step(s)
+		for rc == C.LITE_ROW {
+			rc = C.sqlite3_step(s)
+		}
+		if rc != C.LITE_DONE {
+			err = c.lastError(rc)
+		} else {
+			res = result{changes: int64(C.sqlite3_changes64(c.handle)), lastID: int64(C.sqlite3_last_insert_rowid(c.handle))}
+		}
+		C.sqlite3_reset(s)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// result is what Exec reports.
+type result struct{ changes, lastID int64 }
+
+func (r result) LastInsertId() (int64, error) { return r.lastID, nil }
+func (r result) RowsAffected() (int64, error) { return r.changes, nil }
+
+// QueryRow runs a query expected to return at most one row through the
+// row reader; Row's Scan reads its first row, or answers sql.ErrNoRows.
+func QueryRow(ctx context.Context, conn *sql.Conn, query string, args ...any) Row {
+	rows, err := Query(ctx, conn, query, args...)
+	return Row{rows: rows, err: err}
+}
+
+// Row is QueryRow's result.
+type Row struct {
+	rows *Rows
+	err  error
+}
+
+// Scan copies the first row's columns into dest (as Rows.Scan does), or
+// returns the query's error, or sql.ErrNoRows if it returned no row.
+func (r Row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	if !r.rows.Next() {
+		return sql.ErrNoRows
+	}
+	return r.rows.Scan(dest...)
+}
+
+// Err is the query's error, if any.
+func (r Row) Err() error { return r.err }
 
 // exec runs a statement that takes no arguments and whose rows, if any,
 // are not wanted (BEGIN, COMMIT, SAVEPOINT), prepared once per connection.

@@ -304,3 +304,46 @@ func TestQueryConcurrently(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Exec and QueryRow read and write what database/sql does, and a query of
+// two statements is refused rather than half run.
+func TestExecAndQueryRow(t *testing.T) {
+	db := openTestDB(t)
+	c := conn(t, db)
+	ctx := context.Background()
+	res, err := sqlitedb.Exec(ctx, c, `INSERT INTO t (i, s) VALUES (?, ?)`, int64(42), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := res.LastInsertId()
+	if n, _ := res.RowsAffected(); n != 1 || id != 8 {
+		t.Fatalf("inserted: %d rows, id %d; want 1 row, id 8", n, id)
+	}
+	res, err = sqlitedb.Exec(ctx, c, `UPDATE t SET i = i + 1 WHERE i >= ? RETURNING id`, int64(42))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 4 { // MaxInt64, 255, 256 and 42
+		t.Fatalf("updated %d rows, want 4", n)
+	}
+	var i int64
+	var s string
+	if err := sqlitedb.QueryRow(ctx, c, `SELECT i, s FROM t WHERE id = ?`, id).Scan(&i, &s); err != nil || i != 43 || s != "x" {
+		t.Fatalf("QueryRow: %d %q %v; want 43 \"x\"", i, s, err)
+	}
+	if err := sqlitedb.QueryRow(ctx, c, `SELECT i FROM t WHERE id = -1`).Scan(&i); err != sql.ErrNoRows {
+		t.Fatalf("no row: %v, want sql.ErrNoRows", err)
+	}
+	if _, err := sqlitedb.Exec(ctx, c, `SELECT 1; -- only a comment follows`); err != nil {
+		t.Fatalf("a trailing comment: %v", err)
+	}
+	for _, q := range []string{`DELETE FROM t; DELETE FROM t`, `SELECT 1; SELECT 2`} {
+		if _, err := sqlitedb.Exec(ctx, c, q); err == nil || !strings.Contains(err.Error(), "one statement at a time") {
+			t.Fatalf("%s: %v, want a refusal", q, err)
+		}
+	}
+	var n int
+	if err := c.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 8 {
+		t.Fatalf("%d rows after the refused DELETEs (%v), want all 8", n, err)
+	}
+}
