@@ -31,7 +31,7 @@ func pickRandomID(ctx context.Context, q *sql.Conn, table string) (int64, error)
 	var lo, hi sql.NullInt64
 	// Two subqueries, not "SELECT min(id), max(id)": SQLite answers a lone
 	// min() or max() from the b-tree's edge, but scans the table for both.
-	if err := q.QueryRowContext(ctx, `SELECT (SELECT min(id) FROM `+table+`), (SELECT max(id) FROM `+table+`)`).Scan(&lo, &hi); err != nil {
+	if err := sqlitedb.QueryRow(ctx, q, `SELECT (SELECT min(id) FROM `+table+`), (SELECT max(id) FROM `+table+`)`).Scan(&lo, &hi); err != nil {
 		return 0, err
 	}
 	if !lo.Valid {
@@ -39,9 +39,9 @@ func pickRandomID(ctx context.Context, q *sql.Conn, table string) (int64, error)
 	}
 	target := lo.Int64 + rand.Int64N(hi.Int64-lo.Int64+1)
 	var id int64
-	err := q.QueryRowContext(ctx, `SELECT id FROM `+table+` WHERE id >= ? ORDER BY id LIMIT 1`, target).Scan(&id)
+	err := sqlitedb.QueryRow(ctx, q, `SELECT id FROM `+table+` WHERE id >= ? ORDER BY id LIMIT 1`, target).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = q.QueryRowContext(ctx, `SELECT id FROM `+table+` ORDER BY id LIMIT 1`).Scan(&id)
+		err = sqlitedb.QueryRow(ctx, q, `SELECT id FROM `+table+` ORDER BY id LIMIT 1`).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, loremnews.Errorf(loremnews.ENOTFOUND, "There are no %s to pick from.", table)
 		}
@@ -55,7 +55,7 @@ func (db *DB) touchRandomUser(ctx context.Context, tx *sql.Conn) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(db.now()), id)
+	_, err = sqlitedb.Exec(ctx, tx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(db.now()), id)
 	return id, err
 }
 
@@ -63,7 +63,7 @@ func (db *DB) touchRandomUser(ctx context.Context, tx *sql.Conn) (int64, error) 
 // statement, picking the user as pickRandomID does, and returns its id.
 func touchOneRandomUser(ctx context.Context, tx *sql.Conn, now time.Time) (int64, error) {
 	var id int64
-	err := tx.QueryRowContext(ctx, `UPDATE users SET last_seen_at = ?1 WHERE id = coalesce(
+	err := sqlitedb.QueryRow(ctx, tx, `UPDATE users SET last_seen_at = ?1 WHERE id = coalesce(
 			(SELECT id FROM users WHERE id >= (SELECT min(id) FROM users) + ?2 % ((SELECT max(id) FROM users) - (SELECT min(id) FROM users) + 1)
 				ORDER BY id LIMIT 1),
 			(SELECT min(id) FROM users))
@@ -225,7 +225,7 @@ func (b *Benchmark) ListPosts(ctx context.Context, limit int) (int64, []*loremne
 	)
 	err := b.db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
 		var lo, hi sql.NullInt64
-		if err := q.QueryRowContext(ctx, `SELECT (SELECT min(id) FROM posts), (SELECT max(id) FROM posts)`).Scan(&lo, &hi); err != nil {
+		if err := sqlitedb.QueryRow(ctx, q, `SELECT (SELECT min(id) FROM posts), (SELECT max(id) FROM posts)`).Scan(&lo, &hi); err != nil {
 			return err
 		}
 		from = lo.Int64
@@ -257,7 +257,7 @@ func (b *Benchmark) ShowUser(ctx context.Context, limit int) (*loremnews.User, [
 func (b *Benchmark) PointRead(ctx context.Context) (string, error) {
 	var name sql.NullString
 	err := b.db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
-		return q.QueryRowContext(ctx, `SELECT coalesce(
+		return sqlitedb.QueryRow(ctx, q, `SELECT coalesce(
 			(SELECT screen_name FROM users WHERE id >= (SELECT min(id) FROM users) + ?1 % ((SELECT max(id) FROM users) - (SELECT min(id) FROM users) + 1)
 				ORDER BY id LIMIT 1),
 			(SELECT screen_name FROM users ORDER BY id LIMIT 1))`, rand.Int64()).Scan(&name)

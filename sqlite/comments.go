@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/sqlitedb"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -54,7 +55,7 @@ func (db *DB) CreateComment(ctx context.Context, postID, userID int64, in loremn
 }
 
 func (db *DB) insertComment(ctx context.Context, tx *sql.Conn, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE posts SET comments_count = comments_count + 1 WHERE id = ?`, postID)
+	res, err := sqlitedb.Exec(ctx, tx, `UPDATE posts SET comments_count = comments_count + 1 WHERE id = ?`, postID)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ func (db *DB) insertComment(ctx context.Context, tx *sql.Conn, postID, userID in
 		return nil, err
 	}
 	now := db.now()
-	res, err = tx.ExecContext(ctx, `INSERT INTO comments (post_id, user_id, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+	res, err = sqlitedb.Exec(ctx, tx, `INSERT INTO comments (post_id, user_id, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
 		postID, userID, in.Body, unixNanos(now), unixNanos(now))
 	if isForeignKeyViolation(err) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
@@ -105,7 +106,7 @@ func findComment(ctx context.Context, q *sql.Conn, id int64) (*loremnews.Comment
 func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		res, err := tx.ExecContext(ctx, `UPDATE comments SET body = ?, updated_at = ? WHERE id = ?`, in.Body, unixNanos(db.now()), id)
+		res, err := sqlitedb.Exec(ctx, tx, `UPDATE comments SET body = ?, updated_at = ? WHERE id = ?`, in.Body, unixNanos(db.now()), id)
 		if err != nil {
 			return err
 		}
@@ -134,18 +135,17 @@ func (db *DB) DeleteComment(ctx context.Context, id int64) error {
 }
 
 func deleteComment(ctx context.Context, tx *sql.Conn, id int64) (postID int64, err error) {
-	err = tx.QueryRowContext(ctx, `DELETE FROM comments WHERE id = ? RETURNING post_id`, id).Scan(&postID)
+	err = sqlitedb.QueryRow(ctx, tx, `DELETE FROM comments WHERE id = ? RETURNING post_id`, id).Scan(&postID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, loremnews.Errorf(loremnews.ENOTFOUND, "Comment not found.")
 	} else if err != nil {
 		return 0, err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE posts SET comments_count = comments_count - 1 WHERE id = ?`, postID)
+	_, err = sqlitedb.Exec(ctx, tx, `UPDATE posts SET comments_count = comments_count - 1 WHERE id = ?`, postID)
 	return postID, err
 }
 
 // isForeignKeyViolation reports whether err is a FOREIGN KEY constraint failure.
 func isForeignKeyViolation(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintForeignKey
+	return sqlitedb.ErrorCode(err) == int(sqlite3.ErrConstraintForeignKey)
 }

@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // ImportDataset replaces every row with the given users, posts and comments
@@ -33,7 +34,7 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 			`DELETE FROM comments`, `DELETE FROM posts`, `DELETE FROM sessions`, `DELETE FROM users`,
 			`DELETE FROM sqlite_sequence WHERE name IN ('users', 'posts', 'comments', 'sessions')`,
 		} {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			if _, err := sqlitedb.Exec(ctx, tx, stmt); err != nil {
 				return fmt.Errorf("%s: %w", stmt, err)
 			}
 		}
@@ -68,7 +69,7 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 	}
 	// Fresh statistics for the query planner after a bulk load.
 	if err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		_, err := tx.ExecContext(ctx, `PRAGMA optimize`)
+		_, err := sqlitedb.Exec(ctx, tx, `PRAGMA optimize`)
 		return err
 	}); err != nil {
 		return fmt.Errorf("load dataset: optimize: %w", err)
@@ -76,22 +77,17 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 	return nil
 }
 
-// insertEach runs query once per row of rows (none when rows is nil),
-// through one prepared statement, and stops when caller is done.
+// insertEach runs query once per row of rows (none when rows is nil), its
+// statement prepared once on the connection, and stops when caller is done.
 func insertEach[T any](ctx, caller context.Context, tx *sql.Conn, query string, rows iter.Seq[T], args func(T) []any) error {
 	if rows == nil {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, query)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
 	for row := range rows {
 		if err := caller.Err(); err != nil {
 			return err
 		}
-		if _, err := stmt.ExecContext(ctx, args(row)...); err != nil {
+		if _, err := sqlitedb.Exec(ctx, tx, query, args(row)...); err != nil {
 			return err
 		}
 	}
@@ -109,11 +105,11 @@ func resetCounters(ctx context.Context, tx *sql.Conn) error {
 		{"posts", `UPDATE posts SET comments_count = (SELECT count(*) FROM comments WHERE comments.post_id = posts.id) WHERE id BETWEEN ? AND ?`},
 	} {
 		var last int64
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+c.table).Scan(&last); err != nil {
+		if err := sqlitedb.QueryRow(ctx, tx, `SELECT coalesce(max(id), 0) FROM `+c.table).Scan(&last); err != nil {
 			return fmt.Errorf("count %s: %w", c.table, err)
 		}
 		for from := int64(1); from <= last; from += counterChunk {
-			if _, err := tx.ExecContext(ctx, c.update, from, from+counterChunk-1); err != nil {
+			if _, err := sqlitedb.Exec(ctx, tx, c.update, from, from+counterChunk-1); err != nil {
 				return fmt.Errorf("count %s: %w", c.table, err)
 			}
 		}
@@ -134,7 +130,7 @@ type Consistency = loremnews.Consistency
 func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, error) {
 	var c loremnews.Consistency
 	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
-		if err := q.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&c.Integrity); err != nil {
+		if err := sqlitedb.QueryRow(ctx, q, `PRAGMA integrity_check`).Scan(&c.Integrity); err != nil {
 			return fmt.Errorf("integrity_check: %w", err)
 		}
 		rows, err := q.QueryContext(ctx, `PRAGMA foreign_key_check`)
@@ -148,7 +144,7 @@ func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, erro
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		return q.QueryRowContext(ctx, `SELECT
+		return sqlitedb.QueryRow(ctx, q, `SELECT
 			(SELECT count(*) FROM users u WHERE u.posts_count <> (SELECT count(*) FROM posts p WHERE p.user_id = u.id)),
 			(SELECT count(*) FROM posts p WHERE p.comments_count <> (SELECT count(*) FROM comments c WHERE c.post_id = p.id)),
 			(SELECT count(*) FROM users), (SELECT count(*) FROM posts),
@@ -165,7 +161,7 @@ func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, erro
 func (db *DB) Empty(ctx context.Context) (bool, error) {
 	var n int
 	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
-		return q.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1)`).Scan(&n)
+		return sqlitedb.QueryRow(ctx, q, `SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1)`).Scan(&n)
 	})
 	if err != nil {
 		return false, fmt.Errorf("check empty: %w", err)

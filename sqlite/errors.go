@@ -17,8 +17,7 @@ import (
 
 // isUniqueViolation reports whether err is a UNIQUE constraint failure.
 func isUniqueViolation(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
+	return sqlitedb.ErrorCode(err) == int(sqlite3.ErrConstraintUnique)
 }
 
 // mapError turns errors every caller shares into domain errors: a database
@@ -29,13 +28,13 @@ func mapError(err error) error {
 	if err == nil || loremnews.ErrorCode(err) != loremnews.EINTERNAL {
 		return err
 	}
-	var se sqlite3.Error
-	if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintCheck {
+	code := sqlitedb.ErrorCode(err)
+	if code == int(sqlite3.ErrConstraintCheck) {
 		// The domain rules should have caught this first; the schema's
 		// CHECK is the last line of defence, and its failure is the input's.
 		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EINVALID, "The input breaks a rule of the database."), err)
 	}
-	if errors.As(err, &se) && se.Code == sqlite3.ErrFull {
+	if code&0xff == int(sqlite3.ErrFull) {
 		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "The database is full (out of disk space); nothing was saved. Please try again later."), err)
 	}
 	switch {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // postColumns is the select list scanned by scanPost. Listings select only
@@ -67,7 +68,7 @@ func queryPosts(ctx context.Context, q *sql.Conn, tail string, args ...any) ([]*
 }
 
 func findPost(ctx context.Context, q *sql.Conn, id int64) (*loremnews.Post, error) {
-	p, err := scanPostWithAuthor(q.QueryRowContext(ctx, `SELECT `+postColumns+`, `+authorColumns+`
+	p, err := scanPostWithAuthor(sqlitedb.QueryRow(ctx, q, `SELECT `+postColumns+`, `+authorColumns+`
 		FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "Post not found.")
@@ -90,7 +91,7 @@ func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInp
 
 func (db *DB) insertPost(ctx context.Context, tx *sql.Conn, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	now := db.now()
-	res, err := tx.ExecContext(ctx, `INSERT INTO posts (user_id, title, description, published_at, created_at, updated_at)
+	res, err := sqlitedb.Exec(ctx, tx, `INSERT INTO posts (user_id, title, description, published_at, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)`, userID, in.Title, in.Description, unixNanos(now), unixNanos(now), unixNanos(now))
 	if isUniqueViolation(err) {
 		return nil, errTitleTaken
@@ -103,7 +104,7 @@ func (db *DB) insertPost(ctx context.Context, tx *sql.Conn, userID int64, in lor
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE users SET posts_count = posts_count + 1 WHERE id = ?`, userID); err != nil {
+	if _, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET posts_count = posts_count + 1 WHERE id = ?`, userID); err != nil {
 		return nil, err
 	}
 	return &loremnews.Post{ID: id, UserID: userID, Title: in.Title, Description: in.Description,
@@ -127,7 +128,7 @@ func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, erro
 func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		res, err := tx.ExecContext(ctx, `UPDATE posts SET title = ?, description = ?, updated_at = ? WHERE id = ?`,
+		res, err := sqlitedb.Exec(ctx, tx, `UPDATE posts SET title = ?, description = ?, updated_at = ? WHERE id = ?`,
 			in.Title, in.Description, unixNanos(db.now()), id)
 		if isUniqueViolation(err) {
 			return errTitleTaken
@@ -158,13 +159,13 @@ func (db *DB) DeletePost(ctx context.Context, id int64) error {
 // deletePost removes the post and uncounts it from its author's posts_count.
 func deletePost(ctx context.Context, tx *sql.Conn, id int64) error {
 	var userID int64
-	err := tx.QueryRowContext(ctx, `DELETE FROM posts WHERE id = ? RETURNING user_id`, id).Scan(&userID)
+	err := sqlitedb.QueryRow(ctx, tx, `DELETE FROM posts WHERE id = ? RETURNING user_id`, id).Scan(&userID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return loremnews.Errorf(loremnews.ENOTFOUND, "Post not found.")
 	} else if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE users SET posts_count = posts_count - 1 WHERE id = ?`, userID)
+	_, err = sqlitedb.Exec(ctx, tx, `UPDATE users SET posts_count = posts_count - 1 WHERE id = ?`, userID)
 	return err
 }
 
@@ -216,7 +217,7 @@ func postPage(ctx context.Context, q *sql.Conn, id int64) (*loremnews.Post, []*l
 // id (sqlite_sequence) was deleted. It returns EGONE or notFound.
 func wasDeleted(ctx context.Context, q *sql.Conn, table string, id int64, notFound error) error {
 	var seq sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = ?`, table).Scan(&seq)
+	err := sqlitedb.QueryRow(ctx, q, `SELECT seq FROM sqlite_sequence WHERE name = ?`, table).Scan(&seq)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}

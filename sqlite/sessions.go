@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // CreateSession stores a new signed-in browser and fills in its id and times.
@@ -24,14 +25,14 @@ func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
 // insertSession is CreateSession inside tx, for UpdateProfile too: it stores
 // s, fills in its id and times, and marks its user seen now.
 func insertSession(ctx context.Context, tx *sql.Conn, s *loremnews.Session, now time.Time) error {
-	res, err := tx.ExecContext(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
+	res, err := sqlitedb.Exec(ctx, tx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(now), unixNanos(now))
 	if isForeignKeyViolation(err) {
 		return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 	} else if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(now), s.UserID); err != nil {
+	if _, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(now), s.UserID); err != nil {
 		return err
 	}
 	s.ID, err = res.LastInsertId()
@@ -48,7 +49,7 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 	)
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
 	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
-		u, err = scanUser(q.QueryRowContext(ctx, `SELECT `+userColumns+`, s.id, s.user_id, s.token_digest, s.user_agent, s.ip_address, s.created_at, s.updated_at
+		u, err = scanUser(sqlitedb.QueryRow(ctx, q, `SELECT `+userColumns+`, s.id, s.user_id, s.token_digest, s.user_agent, s.ip_address, s.created_at, s.updated_at
 			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = ? AND s.updated_at > ? AND s.created_at > ?`, digest, nanosBound(activeAfter), nanosBound(createdAfter)),
 			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, timeColumn{&s.CreatedAt}, timeColumn{&s.UpdatedAt})
 		if errors.Is(err, sql.ErrNoRows) {
@@ -66,10 +67,10 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		now := db.now()
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, unixNanos(now), s.ID); err != nil {
+		if _, err := sqlitedb.Exec(ctx, tx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, unixNanos(now), s.ID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(now), s.UserID)
+		_, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(now), s.UserID)
 		s.UpdatedAt = now
 		return err
 	})
@@ -110,7 +111,7 @@ func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.S
 // ENOTFOUND, as is one that does not exist.
 func (db *DB) DeleteSession(ctx context.Context, userID, id int64) error {
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ? AND user_id = ?`, id, userID)
+		res, err := sqlitedb.Exec(ctx, tx, `DELETE FROM sessions WHERE id = ? AND user_id = ?`, id, userID)
 		if err != nil {
 			return err
 		}
@@ -128,7 +129,7 @@ func (db *DB) DeleteExpiredSessions(ctx context.Context, limits loremnews.Sessio
 	var n int64
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE updated_at <= ? OR created_at <= ?`, nanosBound(activeAfter), nanosBound(createdAfter))
+		res, err := sqlitedb.Exec(ctx, tx, `DELETE FROM sessions WHERE updated_at <= ? OR created_at <= ?`, nanosBound(activeAfter), nanosBound(createdAfter))
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // userColumns is the select list scanned by scanUser, prefixed by alias.
@@ -30,7 +31,7 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 	var u *loremnews.User
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		now := db.now()
-		res, err := tx.ExecContext(ctx, `INSERT INTO users (screen_name, password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
+		res, err := sqlitedb.Exec(ctx, tx, `INSERT INTO users (screen_name, password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
 			screenName, passwordDigest, unixNanos(now), unixNanos(now), unixNanos(now))
 		if isUniqueViolation(err) {
 			return errScreenNameTaken
@@ -67,7 +68,7 @@ func (db *DB) FindUserByID(ctx context.Context, id int64) (*loremnews.User, erro
 func (db *DB) FindUserByScreenName(ctx context.Context, screenName string) (*loremnews.User, error) {
 	var u *loremnews.User
 	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
-		u, err = scanUser(q.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users u WHERE u.screen_name = ?`, screenName))
+		u, err = scanUser(sqlitedb.QueryRow(ctx, q, `SELECT `+userColumns+` FROM users u WHERE u.screen_name = ?`, screenName))
 		if errors.Is(err, sql.ErrNoRows) {
 			return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 		}
@@ -80,7 +81,7 @@ func (db *DB) FindUserByScreenName(ctx context.Context, screenName string) (*lor
 }
 
 func findUser(ctx context.Context, q *sql.Conn, id int64) (*loremnews.User, error) {
-	u, err := scanUser(q.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users u WHERE u.id = ?`, id))
+	u, err := scanUser(sqlitedb.QueryRow(ctx, q, `SELECT `+userColumns+` FROM users u WHERE u.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 	}
@@ -95,7 +96,7 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 	var u *loremnews.User
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		now := db.now()
-		res, err := tx.ExecContext(ctx, `UPDATE users SET screen_name = ?, about = ?,
+		res, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET screen_name = ?, about = ?,
 			password_digest = CASE WHEN ? = '' THEN password_digest ELSE ? END, updated_at = ? WHERE id = ?`,
 			c.ScreenName, c.About, c.PasswordDigest, c.PasswordDigest, unixNanos(now), id)
 		if isUniqueViolation(err) {
@@ -107,7 +108,7 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 			return err
 		}
 		if c.PasswordDigest != "" {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = ?`, id); err != nil {
+			if _, err := sqlitedb.Exec(ctx, tx, `DELETE FROM sessions WHERE user_id = ?`, id); err != nil {
 				return err
 			}
 			if c.NewSession != nil {
@@ -131,7 +132,7 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 func (db *DB) RehashPassword(ctx context.Context, id int64, oldDigest, newDigest string) (bool, error) {
 	var done bool
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		res, err := tx.ExecContext(ctx, `UPDATE users SET password_digest = ? WHERE id = ? AND password_digest = ?`, newDigest, id, oldDigest)
+		res, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET password_digest = ? WHERE id = ? AND password_digest = ?`, newDigest, id, oldDigest)
 		if err != nil {
 			return err
 		}
@@ -151,12 +152,12 @@ func (db *DB) RehashPassword(ctx context.Context, id int64, oldDigest, newDigest
 // same transaction.
 func (db *DB) DeleteUser(ctx context.Context, id int64) error {
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE posts SET comments_count = comments_count -
+		if _, err := sqlitedb.Exec(ctx, tx, `UPDATE posts SET comments_count = comments_count -
 				(SELECT count(*) FROM comments c WHERE c.post_id = posts.id AND c.user_id = ?1)
 			WHERE user_id <> ?1 AND id IN (SELECT post_id FROM comments WHERE user_id = ?1)`, id); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = ?`, id)
+		res, err := sqlitedb.Exec(ctx, tx, `DELETE FROM users WHERE id = ?`, id)
 		if err != nil {
 			return err
 		}
@@ -204,7 +205,7 @@ func userPage(ctx context.Context, q *sql.Conn, id int64, limit int) (*loremnews
 	}
 	// A range count of the user's entries in index_comments_on_user_id,
 	// whose first pages the listing above has just read.
-	err = q.QueryRowContext(ctx, `SELECT count(*) FROM comments WHERE user_id = ?`, id).Scan(&u.CommentsCount)
+	err = sqlitedb.QueryRow(ctx, q, `SELECT count(*) FROM comments WHERE user_id = ?`, id).Scan(&u.CommentsCount)
 	return u, posts, comments, err
 }
 
@@ -245,7 +246,7 @@ func (db *DB) UserComments(ctx context.Context, userID, beforeID int64, limit in
 // findAuthor is the id and screen name of a user, or ENOTFOUND.
 func findAuthor(ctx context.Context, q *sql.Conn, id int64) (*loremnews.User, error) {
 	u := &loremnews.User{ID: id}
-	err := q.QueryRowContext(ctx, `SELECT screen_name FROM users WHERE id = ?`, id).Scan(&u.ScreenName)
+	err := sqlitedb.QueryRow(ctx, q, `SELECT screen_name FROM users WHERE id = ?`, id).Scan(&u.ScreenName)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 	}

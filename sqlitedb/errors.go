@@ -69,3 +69,19 @@ func describeOpenError(err error) error {
 	}
 	return err
 }
+
+// ErrorCode is SQLite's extended result code carried by err (e.g. 2067,
+// SQLITE_CONSTRAINT_UNIQUE), from the driver or from the row reader, or 0
+// if err carries none. Its low byte is the primary code (19,
+// SQLITE_CONSTRAINT).
+func ErrorCode(err error) int {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return int(se.ExtendedCode)
+	}
+	var re *Error
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return 0
+}
