@@ -268,6 +268,10 @@ type WriterStats struct {
 	Turns     int64 // writes run (ordinary and coalesced)
 	Abandoned int64 // writes whose caller left before their turn (they never ran)
 	Commits   int64 // transactions committed
+	// Waited is the total time the writes run waited for their turn, from
+	// Write (or Coalesce) to the writer taking them: Waited/Turns is the
+	// mean wait.
+	Waited time.Duration
 }
 
 // CheckpointStats are the checkpointer's counters.

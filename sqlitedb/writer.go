@@ -202,8 +202,11 @@ gather:
 	live := batch[:0]
 	for _, w := range batch {
 		if w.state.CompareAndSwap(writeQueued, writeRunning) {
-			wr.db.observeWriteWait(w.queued)
-			wr.count(func(s *WriterStats) { s.Turns++ })
+			waited := time.Since(w.queued)
+			if f := wr.db.opts.OnWriteWait; f != nil {
+				f(waited)
+			}
+			wr.count(func(s *WriterStats) { s.Turns++; s.Waited += waited })
 			live = append(live, w)
 		}
 	}

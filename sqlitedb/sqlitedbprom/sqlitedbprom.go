@@ -42,7 +42,7 @@ type collector struct {
 	busyRetries, busyErrors                              *prometheus.Desc
 	checkpoints, checkpointErrors                        *prometheus.Desc
 	poolOpen, poolInUse, poolWaits, poolWaitSeconds      *prometheus.Desc
-	readWaits, readWaitSeconds                           *prometheus.Desc
+	readWaits, readWaitSeconds, writeWaitSeconds         *prometheus.Desc
 }
 
 // NewCollector returns a collector of db's Stats, with metric names
@@ -71,6 +71,7 @@ func NewCollector(db *sqlitedb.DB, namespace string) prometheus.Collector {
 		poolWaitSeconds:  desc("pool_wait_seconds_total", "Time callers of database/sql spent waiting for a free connection, by pool.", "pool"),
 		readWaits:        desc("read_waits_total", "Reads that found every read connection taken and waited for one, in arrival order."),
 		readWaitSeconds:  desc("read_wait_seconds_total", "Time reads spent waiting for a read connection."),
+		writeWaitSeconds: desc("writer_wait_seconds_total", "Time the writes run spent waiting for their turn (divide by writer_turns_total for the mean)."),
 	}
 }
 
@@ -79,7 +80,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.queueDepth, c.queueMaxDepth, c.turns, c.abandoned, c.commits,
 		c.busyRetries, c.busyErrors, c.checkpoints, c.checkpointErrors,
 		c.poolOpen, c.poolInUse, c.poolWaits, c.poolWaitSeconds,
-		c.readWaits, c.readWaitSeconds,
+		c.readWaits, c.readWaitSeconds, c.writeWaitSeconds,
 	} {
 		ch <- d
 	}
@@ -102,6 +103,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.turns, float64(w.Turns))
 		counter(c.abandoned, float64(w.Abandoned))
 		counter(c.commits, float64(w.Commits))
+		counter(c.writeWaitSeconds, w.Waited.Seconds())
 	}
 	counter(c.busyRetries, float64(s.BusyRetries))
 	counter(c.busyErrors, float64(s.BusyErrors))

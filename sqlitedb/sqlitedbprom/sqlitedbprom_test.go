@@ -54,10 +54,10 @@ func TestCollectorDefaults(t *testing.T) {
 	work(t, db, 5)
 	c := sqlitedbprom.NewCollector(db, "test")
 
-	// 5 writer metrics, 2 busy, 3 checkpoint kinds and their errors, 4 for
+	// 6 writer metrics, 2 busy, 3 checkpoint kinds and their errors, 4 for
 	// each of the 2 pools, 2 for the reads' own queue.
-	if n := testutil.CollectAndCount(c); n != 5+2+4+2*4+2 {
-		t.Errorf("CollectAndCount = %d, want %d", n, 5+2+4+2*4+2)
+	if n := testutil.CollectAndCount(c); n != 6+2+4+2*4+2 {
+		t.Errorf("CollectAndCount = %d, want %d", n, 6+2+4+2*4+2)
 	}
 	if problems, err := testutil.CollectAndLint(c); err != nil {
 		t.Fatal(err)
