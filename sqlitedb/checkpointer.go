@@ -3,6 +3,7 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,11 +25,14 @@ import (
 // from its beginning, as after an automatic one.
 //
 // Two bounds keep the WAL from growing without end when the checkpointer
-// cannot keep up or readers hold old snapshots (a PASSIVE checkpoint copies
-// only the frames no reader still needs): past walHardLimit frames the
-// writer checkpoints inline again, as SQLite would have; and once writes
-// stop for checkpointIdle, the checkpointer truncates the WAL to zero
-// bytes (TRUNCATE), so a quiet database is one file again.
+// cannot keep up or readers never pause (SQLite starts the WAL over only
+// when no reader is still reading from it, and with readers always active
+// some always are): past walHardLimit frames the writer runs a RESTART
+// checkpoint itself, which waits up to restartWait for the readers of older
+// snapshots to finish — milliseconds, as new readers start on the newest
+// snapshot and do not hold it up — so the next commit starts the WAL over;
+// and once writes stop for checkpointIdle, the checkpointer truncates the
+// WAL to zero bytes (TRUNCATE), so a quiet database is one file again.
 type checkpointer struct {
 	conn      *sql.DB // the checkpointer's own connection
 	writeDB   *sql.DB // the writer's, for the checkpoints it runs inline
@@ -46,7 +50,8 @@ type checkpointer struct {
 	// copies, inline, the few frames committed while it ran (see committed).
 	finish    atomic.Bool
 	runs      atomic.Int64 // PASSIVE checkpoints run in the background
-	inline    atomic.Int64 // checkpoints the writer ran itself: to finish one, or past walHardLimit
+	inline    atomic.Int64 // PASSIVE checkpoints the writer ran itself to finish a background one
+	restarts  atomic.Int64 // RESTART checkpoints the writer ran past walHardLimit
 	truncates atomic.Int64 // TRUNCATE checkpoints when idle
 	errors    atomic.Int64 // checkpoints that failed (retried on the next signal)
 }
@@ -62,6 +67,10 @@ const (
 	// checkpointIdle is how long writes must have stopped before the WAL
 	// is truncated.
 	checkpointIdle = 2 * time.Second
+	// restartWait bounds how long a RESTART checkpoint past walHardLimit
+	// waits for readers of older snapshots; if they take longer, the next
+	// commit tries again.
+	restartWait = 100 * time.Millisecond
 )
 
 func newCheckpointer(conn, writeDB *sql.DB, frames func() int) *checkpointer {
@@ -83,8 +92,8 @@ func newCheckpointer(conn, writeDB *sql.DB, frames func() int) *checkpointer {
 //     catches up with a busy writer, and SQLite starts the WAL over from
 //     its beginning only once every frame is copied; without this step the
 //     WAL would grow until walHardLimit;
-//   - past walHardLimit, it checkpoints inline whatever the checkpointer
-//     is doing.
+//   - past walHardLimit, it runs a RESTART checkpoint inline, whatever
+//     the checkpointer is doing.
 func (c *checkpointer) committed() {
 	c.lastCommit.Store(time.Now().UnixNano())
 	n := int64(c.frames())
@@ -94,7 +103,11 @@ func (c *checkpointer) committed() {
 		copied = 0
 	}
 	switch {
-	case c.finish.Swap(false) || n >= walHardLimit:
+	case n >= walHardLimit:
+		c.finish.Store(false)
+		c.restarts.Add(1)
+		c.restart()
+	case c.finish.Swap(false):
 		c.inline.Add(1)
 		c.checkpointOn(context.Background(), c.writeDB, "PASSIVE")
 	case n-copied >= walCheckpointFrames:
@@ -117,6 +130,14 @@ func (c *checkpointer) run() {
 		case <-c.wake:
 			c.checkpoint("PASSIVE")
 			c.runs.Add(1)
+			// Commits during the checkpoint compared the WAL with the count
+			// before it and may have signalled again; that signal is stale
+			// (the writer finishes this checkpoint), and a second
+			// checkpoint now would only meet the writer's.
+			select {
+			case <-c.wake:
+			default:
+			}
 			c.finish.Store(true)
 		case <-idle.C:
 			last := c.lastCommit.Load()
@@ -142,6 +163,34 @@ func (c *checkpointer) checkpointOn(ctx context.Context, db *sql.DB, mode string
 	// copied: not a failure, copied says how far it got.
 	var busy, log, copied int64
 	if err := db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &log, &copied); err != nil {
+		c.errors.Add(1)
+		return
+	}
+	c.copied.Store(copied)
+}
+
+// restart runs a RESTART checkpoint on the write connection, with SQLite's
+// busy handler waiting up to restartWait for readers of older snapshots.
+func (c *checkpointer) restart() {
+	ctx := context.Background()
+	conn, err := c.writeDB.Conn(ctx)
+	if err != nil {
+		c.errors.Add(1)
+		return
+	}
+	defer conn.Close()
+	var was int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&was); err != nil {
+		c.errors.Add(1)
+		return
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, restartWait.Milliseconds())); err != nil {
+		c.errors.Add(1)
+		return
+	}
+	defer conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, was))
+	var busy, log, copied int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &log, &copied); err != nil {
 		c.errors.Add(1)
 		return
 	}

@@ -473,10 +473,12 @@ func BenchmarkWritesBesideReads(b *testing.B) {
 			}
 			b.ReportMetric(walMB(b, path), "wal-MB")
 			if ck := s.db.Stats().Checkpoints; !mode.opts.SQLiteCheckpoints {
-				// Inline: on the writer's path, to finish a background
-				// checkpoint or because the WAL passed the hard limit.
+				// Inline and restart: on the writer's path, to finish a
+				// background checkpoint, or because the WAL passed the
+				// hard limit.
 				b.ReportMetric(float64(ck.Background), "bg-checkpoints")
 				b.ReportMetric(float64(ck.Inline), "inline-checkpoints")
+				b.ReportMetric(float64(ck.Restarts), "restart-checkpoints")
 				if ck.Errors > 0 {
 					b.Errorf("%d checkpoints failed", ck.Errors)
 				}

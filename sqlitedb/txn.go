@@ -277,7 +277,8 @@ type WriterStats struct {
 // CheckpointStats are the checkpointer's counters.
 type CheckpointStats struct {
 	Background int64 // PASSIVE checkpoints from the checkpointer's own connection
-	Inline     int64 // checkpoints the writer ran itself: to finish one, or past the hard limit
+	Inline     int64 // PASSIVE checkpoints the writer ran itself, to finish a background one
+	Restarts   int64 // RESTART checkpoints the writer ran past 20,000 WAL pages (the checkpointer fell behind, or readers never paused)
 	Truncates  int64 // TRUNCATE checkpoints once writes stopped
 	Errors     int64 // checkpoints that failed (tried again at the next signal)
 }
@@ -297,7 +298,7 @@ func (db *DB) Stats() Stats {
 		s.Writer = db.writer.snapshot()
 	}
 	if c := db.checkpointer; c != nil {
-		s.Checkpoints = CheckpointStats{Background: c.runs.Load(), Inline: c.inline.Load(), Truncates: c.truncates.Load(), Errors: c.errors.Load()}
+		s.Checkpoints = CheckpointStats{Background: c.runs.Load(), Inline: c.inline.Load(), Restarts: c.restarts.Load(), Truncates: c.truncates.Load(), Errors: c.errors.Load()}
 	}
 	return s
 }

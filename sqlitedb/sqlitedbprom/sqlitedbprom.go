@@ -63,7 +63,7 @@ func NewCollector(db *sqlitedb.DB, namespace string) prometheus.Collector {
 		commits:          desc("writer_commits_total", "Transactions the writer committed (coalesced writes share one)."),
 		busyRetries:      desc("busy_retries_total", "BEGINs (and shared-pool reads) that found SQLite's lock taken and were tried again."),
 		busyErrors:       desc("busy_errors_total", "Reads and writes that failed with ErrBusy: the database stayed locked past Timeout."),
-		checkpoints:      desc("checkpoints_total", "WAL checkpoints, by kind: background (PASSIVE, own connection), inline (run by the writer), truncate (once writes stopped).", "kind"),
+		checkpoints:      desc("checkpoints_total", "WAL checkpoints, by kind: background (PASSIVE, own connection), inline (the writer finishing a background one), restart (the writer, past the hard limit), truncate (once writes stopped).", "kind"),
 		checkpointErrors: desc("checkpoint_errors_total", "WAL checkpoints that failed (tried again at the next signal)."),
 		poolOpen:         desc("pool_open_connections", "Open connections, by pool (read, write, or shared).", "pool"),
 		poolInUse:        desc("pool_in_use_connections", "Connections in use, by pool.", "pool"),
@@ -111,6 +111,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		k := s.Checkpoints
 		counter(c.checkpoints, float64(k.Background), "background")
 		counter(c.checkpoints, float64(k.Inline), "inline")
+		counter(c.checkpoints, float64(k.Restarts), "restart")
 		counter(c.checkpoints, float64(k.Truncates), "truncate")
 		counter(c.checkpointErrors, float64(k.Errors))
 	}

@@ -54,10 +54,10 @@ func TestCollectorDefaults(t *testing.T) {
 	work(t, db, 5)
 	c := sqlitedbprom.NewCollector(db, "test")
 
-	// 6 writer metrics, 2 busy, 3 checkpoint kinds and their errors, 4 for
+	// 6 writer metrics, 2 busy, 4 checkpoint kinds and their errors, 4 for
 	// each of the 2 pools, 2 for the reads' own queue.
-	if n := testutil.CollectAndCount(c); n != 6+2+4+2*4+2 {
-		t.Errorf("CollectAndCount = %d, want %d", n, 6+2+4+2*4+2)
+	if n := testutil.CollectAndCount(c); n != 6+2+5+2*4+2 {
+		t.Errorf("CollectAndCount = %d, want %d", n, 6+2+5+2*4+2)
 	}
 	if problems, err := testutil.CollectAndLint(c); err != nil {
 		t.Fatal(err)
@@ -141,16 +141,17 @@ sqlite_pool_in_use_connections{pool="shared"} 0
 	}
 }
 
-// The checkpoint counters are labelled by kind, all three reported from the
+// The checkpoint counters are labelled by kind, all four reported from the
 // start.
 func TestCollectorCheckpointKinds(t *testing.T) {
 	db := open(t, sqlitedb.Options{})
 	c := sqlitedbprom.NewCollector(db, "app")
 	if err := testutil.CollectAndCompare(c, strings.NewReader(`
-# HELP app_sqlite_checkpoints_total WAL checkpoints, by kind: background (PASSIVE, own connection), inline (run by the writer), truncate (once writes stopped).
+# HELP app_sqlite_checkpoints_total WAL checkpoints, by kind: background (PASSIVE, own connection), inline (the writer finishing a background one), restart (the writer, past the hard limit), truncate (once writes stopped).
 # TYPE app_sqlite_checkpoints_total counter
 app_sqlite_checkpoints_total{kind="background"} 0
 app_sqlite_checkpoints_total{kind="inline"} 0
+app_sqlite_checkpoints_total{kind="restart"} 0
 app_sqlite_checkpoints_total{kind="truncate"} 0
 `), "app_sqlite_checkpoints_total"); err != nil {
 		t.Error(err)
