@@ -48,12 +48,15 @@ type checkpointer struct {
 	copied atomic.Int64
 	// finish is set when a background checkpoint has ended: the writer then
 	// copies, inline, the few frames committed while it ran (see committed).
-	finish    atomic.Bool
-	runs      atomic.Int64 // PASSIVE checkpoints run in the background
-	inline    atomic.Int64 // PASSIVE checkpoints the writer ran itself to finish a background one
-	restarts  atomic.Int64 // RESTART checkpoints the writer ran past walHardLimit
-	truncates atomic.Int64 // TRUNCATE checkpoints when idle
-	errors    atomic.Int64 // checkpoints that failed (retried on the next signal)
+	finish   atomic.Bool
+	runs     atomic.Int64 // PASSIVE checkpoints run in the background
+	inline   atomic.Int64 // PASSIVE checkpoints the writer ran itself to finish a background one
+	restarts atomic.Int64 // RESTART checkpoints the writer ran past walHardLimit
+	// nextRestart is the WAL size in frames below which no RESTART is
+	// tried after one that readers held up (the writer's goroutine only).
+	nextRestart int64
+	truncates   atomic.Int64 // TRUNCATE checkpoints when idle
+	errors      atomic.Int64 // checkpoints that failed (retried on the next signal)
 }
 
 const (
@@ -70,7 +73,7 @@ const (
 	// restartWait bounds how long a RESTART checkpoint past walHardLimit
 	// waits for readers of older snapshots; if they take longer, the next
 	// commit tries again.
-	restartWait = 100 * time.Millisecond
+	restartWait = 20 * time.Millisecond
 )
 
 func newCheckpointer(conn, writeDB *sql.DB, frames func() int) *checkpointer {
@@ -100,13 +103,18 @@ func (c *checkpointer) committed() {
 	copied := c.copied.Load()
 	if n < copied { // the WAL started over since
 		c.copied.Store(0)
+		c.nextRestart = 0
 		copied = 0
 	}
 	switch {
-	case n >= walHardLimit:
+	case n >= walHardLimit && n >= c.nextRestart:
 		c.finish.Store(false)
 		c.restarts.Add(1)
-		c.restart()
+		if !c.restart() {
+			// Readers held on: try again a checkpoint's worth of frames
+			// later, not at the next commit.
+			c.nextRestart = n + walCheckpointFrames
+		}
 	case c.finish.Swap(false):
 		c.inline.Add(1)
 		c.checkpointOn(context.Background(), c.writeDB, "PASSIVE")
@@ -170,31 +178,33 @@ func (c *checkpointer) checkpointOn(ctx context.Context, db *sql.DB, mode string
 }
 
 // restart runs a RESTART checkpoint on the write connection, with SQLite's
-// busy handler waiting up to restartWait for readers of older snapshots.
-func (c *checkpointer) restart() {
+// busy handler waiting up to restartWait for readers of older snapshots,
+// and reports whether it completed (the next commit starts the WAL over).
+func (c *checkpointer) restart() bool {
 	ctx := context.Background()
 	conn, err := c.writeDB.Conn(ctx)
 	if err != nil {
 		c.errors.Add(1)
-		return
+		return false
 	}
 	defer conn.Close()
 	var was int64
 	if err := conn.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&was); err != nil {
 		c.errors.Add(1)
-		return
+		return false
 	}
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, restartWait.Milliseconds())); err != nil {
 		c.errors.Add(1)
-		return
+		return false
 	}
 	defer conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, was))
 	var busy, log, copied int64
 	if err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &log, &copied); err != nil {
 		c.errors.Add(1)
-		return
+		return false
 	}
 	c.copied.Store(copied)
+	return busy == 0
 }
 
 // close stops the checkpointer and closes its connection; a checkpoint in
