@@ -78,7 +78,42 @@
 //
 // # Measured
 //
-// # FIGURES
+// BenchmarkCompare (compare_test.go) runs one load on four setups: N
+// goroutines each writing in a loop (a transaction that reads an account's
+// balance, writes it back plus one and inserts an entry) beside N reading
+// an account's 20 latest entries, until 40,000 writes are done. On a
+// 2-core virtual machine (Debian 12, Go 1.26, SQLite 3.54.1), medians of 3
+// runs of go test -run '^$' -bench Compare -benchtime 40000x -count 3:
+//
+//	16 writers, 16 readers   writes/s  reads/s  write p50/p99 ms  read p50/p99 ms  errors
+//	this package               13,341   47,405     0.02 / 37.3      0.18 / 1.9          0
+//	SetMaxOpenConns(1)         13,193   13,190     0.73 / 6.7       0.74 / 6.8          0
+//	two pools, _txlock=imm.    10,946   38,324     0.35 / 25.8      0.20 / 2.9          0
+//	one pool, deferred         10,672   20,768     0.62 / 4.8       0.48 / 4.0     19,493
+//
+//	64 writers, 64 readers
+//	this package               12,026   48,781     0.02 / 60.4      0.88 / 5.0          0
+//	SetMaxOpenConns(1)         13,779   13,932     3.0 / 21.3       3.0 / 21.7          0
+//	two pools, _txlock=imm.    10,045   40,744     1.6 / 65.3       0.87 / 10.1         0
+//	one pool, deferred         10,123   23,160     2.2 / 14.8       1.7 / 14.3     22,832
+//
+// With deferred transactions about half the writes fail with "database is
+// locked" (SQLITE_BUSY at once, whatever the busy timeout).
+// SetMaxOpenConns(1) has no errors but serves reads only between writes:
+// 3.5 times fewer reads than this package, at 4 to 6 times the read
+// latency. This package keeps every write (no errors; the balances add up
+// to the writes) at the single connection's write rate, with the most reads
+// and the shortest read tail. Its weak point is the write tail, p99 37–60 ms
+// where the single connection's is 7–21 ms: most writes take 20 µs, and
+// the slow ones wait behind the fsync of the checkpoint that lets the WAL
+// start over (it must block writers) or, on two cores shared with 30 to
+// 130 busy goroutines, for the writer goroutine to be scheduled again. The
+// figures moved by up to 2× between runs: compare rows of one run.
+//
+// BenchmarkWritesBesideReads (16 writers beside 8 readers, medians of 3)
+// prices the checkpointer against SQLite's checkpoints inside the commit:
+// 78.8 against 105.8 µs per write, write p99 37.3 against 42.6 ms, p99.9
+// 65.4 against 76.2 ms, slowest 86 against 111 ms.
 //
 // # Limits
 //
