@@ -117,6 +117,14 @@ func (c *checkpointer) run() {
 		case <-c.wake:
 			c.checkpoint("PASSIVE")
 			c.runs.Add(1)
+			// A signal sent while this checkpoint ran is for frames it
+			// copied, or that the writer's finishing step will: answering
+			// it would start another checkpoint at once, and the writer's
+			// would find the checkpoint lock taken and copy nothing.
+			select {
+			case <-c.wake:
+			default:
+			}
 			c.finish.Store(true)
 		case <-idle.C:
 			last := c.lastCommit.Load()
@@ -143,6 +151,11 @@ func (c *checkpointer) checkpointOn(ctx context.Context, db *sql.DB, mode string
 	var busy, log, copied int64
 	if err := db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &log, &copied); err != nil {
 		c.errors.Add(1)
+		return
+	}
+	if copied < 0 {
+		// -1: the checkpoint could not run at all (another connection
+		// was checkpointing); how far the WAL is copied is unchanged.
 		return
 	}
 	c.copied.Store(copied)
