@@ -138,10 +138,10 @@ func (c *checkpointer) run() {
 		case <-c.wake:
 			c.checkpoint("PASSIVE")
 			c.runs.Add(1)
-			// Commits during the checkpoint compared the WAL with the count
-			// before it and may have signalled again; that signal is stale
-			// (the writer finishes this checkpoint), and a second
-			// checkpoint now would only meet the writer's.
+			// A signal sent while this checkpoint ran is for frames it
+			// copied, or that the writer's finishing step will: answering
+			// it would start another checkpoint at once, and the writer's
+			// would find the checkpoint lock taken and copy nothing.
 			select {
 			case <-c.wake:
 			default:
@@ -174,6 +174,11 @@ func (c *checkpointer) checkpointOn(ctx context.Context, db *sql.DB, mode string
 		c.errors.Add(1)
 		return
 	}
+	if copied < 0 {
+		// -1: the checkpoint could not run at all (another connection
+		// was checkpointing); how far the WAL is copied is unchanged.
+		return
+	}
 	c.copied.Store(copied)
 }
 
@@ -203,7 +208,9 @@ func (c *checkpointer) restart() bool {
 		c.errors.Add(1)
 		return false
 	}
-	c.copied.Store(copied)
+	if copied >= 0 {
+		c.copied.Store(copied)
+	}
 	return busy == 0
 }
 

@@ -103,6 +103,11 @@ func (wr *writer) submit(ctx context.Context, fn func(context.Context, *sql.Conn
 // turn marks w abandoned, so the writer skips it; once w runs, its result
 // is awaited whatever happens, so no caller is told a committed write failed.
 func (wr *writer) wait(ctx context.Context, w *pendingWrite, queue chan *pendingWrite) error {
+	// A caller that has left already is not queued: select picks at random
+	// among ready cases, so the write could be queued, and run.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	timer := time.NewTimer(wr.db.opts.Timeout)
 	defer timer.Stop()
 	select {

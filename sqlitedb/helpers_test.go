@@ -1,0 +1,232 @@
+package sqlitedb_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/loremnews/loremnews/sqlitedb"
+)
+
+// within bounds every wait of these tests for a state: long enough for a
+// slow machine under the race detector, short enough that a hang fails.
+const within = time.Minute
+
+// openDB opens a database file in a fresh temporary directory, closed when
+// the test ends. It returns the file's path too.
+func openDB(tb testing.TB, opts *sqlitedb.Options) (*sqlitedb.DB, string) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "test.db")
+	db, err := sqlitedb.Open(context.Background(), path, opts)
+	if err != nil {
+		tb.Fatalf("open %s: %v", path, err)
+	}
+	tb.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			tb.Errorf("close: %v", err)
+		}
+	})
+	return db, path
+}
+
+// mustExec runs query as a write of its own.
+func mustExec(tb testing.TB, db *sqlitedb.DB, query string, args ...any) {
+	tb.Helper()
+	err := db.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+		_, err := conn.ExecContext(ctx, query, args...)
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("%s: %v", query, err)
+	}
+}
+
+// insert is a write that inserts n into table t (created by createT).
+func insert(n int) func(context.Context, *sql.Conn) error {
+	return func(ctx context.Context, conn *sql.Conn) error {
+		_, err := conn.ExecContext(ctx, `INSERT INTO t (n) VALUES (?)`, n)
+		return err
+	}
+}
+
+// createT creates table t, whose seq says in which order its rows were
+// inserted.
+func createT(tb testing.TB, db *sqlitedb.DB) {
+	tb.Helper()
+	mustExec(tb, db, `CREATE TABLE t (seq INTEGER PRIMARY KEY AUTOINCREMENT, n INTEGER NOT NULL)`)
+}
+
+// queryInt reads one integer on a read connection.
+func queryInt(tb testing.TB, db *sqlitedb.DB, query string, args ...any) int64 {
+	tb.Helper()
+	var n int64
+	err := db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+		return conn.QueryRowContext(ctx, query, args...).Scan(&n)
+	})
+	if err != nil {
+		tb.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// queryInts reads a column of integers on a read connection.
+func queryInts(tb testing.TB, db *sqlitedb.DB, query string, args ...any) []int64 {
+	tb.Helper()
+	var out []int64
+	err := db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+		rows, err := conn.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n int64
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+			out = append(out, n)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		tb.Fatalf("%s: %v", query, err)
+	}
+	return out
+}
+
+// holdWriter starts a write that keeps the writer's turn, and returns once
+// it is running. Every write asked for meanwhile waits in the queue. The
+// returned release lets it finish (after running then, if not nil) and
+// waits for its result, which must be nil; it is called at the test's end
+// if the test did not.
+func holdWriter(tb testing.TB, db *sqlitedb.DB, then func(context.Context, *sql.Conn) error) (release func()) {
+	tb.Helper()
+	running, hold := make(chan struct{}), make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		errc <- db.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+			close(running)
+			<-hold
+			if then != nil {
+				return then(ctx, conn)
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-running:
+	case err := <-errc:
+		tb.Fatalf("the write holding the writer's turn returned before it held it: %v", err)
+	case <-time.After(within):
+		tb.Fatalf("waited %v for the write holding the writer's turn to run", within)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			close(hold)
+			select {
+			case err := <-errc:
+				if err != nil {
+					tb.Errorf("the write that held the writer's turn: %v", err)
+				}
+			case <-time.After(within):
+				tb.Errorf("waited %v for the write that held the writer's turn to finish", within)
+			}
+		})
+	}
+	tb.Cleanup(release)
+	return release
+}
+
+// holdReads starts n reads that keep their read connections, and returns
+// once all are inside; release lets them end and waits for them.
+func holdReads(tb testing.TB, db *sqlitedb.DB, n int) (release func()) {
+	tb.Helper()
+	inside := make(chan struct{}, n)
+	hold := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			err := db.Read(context.Background(), func(context.Context, *sql.Conn) error {
+				inside <- struct{}{}
+				<-hold
+				return nil
+			})
+			if err != nil {
+				tb.Errorf("a read holding its connection: %v", err)
+			}
+		})
+	}
+	for i := range n {
+		select {
+		case <-inside:
+		case <-time.After(within):
+			tb.Fatalf("waited %v for %d reads to hold their connections; %d did", within, n, i)
+		}
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			close(hold)
+			waitGroup(tb, &wg, "the reads holding their connections to end")
+		})
+	}
+	tb.Cleanup(release)
+	return release
+}
+
+// waitFor polls cond until it is true, and fails the test, naming what it
+// waited for, if that takes longer than within.
+func waitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("waited %v for %s; gave up", within, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitGroup waits for wg, and fails the test, naming what it waited for,
+// if that takes longer than within.
+func waitGroup(tb testing.TB, wg *sync.WaitGroup, what string) {
+	tb.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(within):
+		tb.Fatalf("waited %v for %s; gave up", within, what)
+	}
+}
+
+// receive waits for one result on errc, and fails the test, naming what it
+// waited for, if that takes longer than within.
+func receive(tb testing.TB, errc <-chan error, what string) error {
+	tb.Helper()
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(within):
+		tb.Fatalf("waited %v for %s; gave up", within, what)
+		return nil
+	}
+}
+
+// walSize is the size of the database's WAL file, 0 if there is none.
+func walSize(tb testing.TB, path string) int64 {
+	tb.Helper()
+	fi, err := os.Stat(path + "-wal")
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	} else if err != nil {
+		tb.Fatal(err)
+	}
+	return fi.Size()
+}

@@ -1,0 +1,333 @@
+package sqlitedb_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/loremnews/loremnews/sqlitedb"
+)
+
+// Open with nil options applies the defaults, and says so in Options and
+// Pragmas.
+func TestOpenAppliesTheDefaults(t *testing.T) {
+	db, path := openDB(t, nil)
+	o := db.Options()
+	if want := max(4, 2*runtime.GOMAXPROCS(0)); o.ReadConns != want {
+		t.Errorf("ReadConns %d, want %d", o.ReadConns, want)
+	}
+	if o.Timeout != 5*time.Second || o.BusyInterval != time.Millisecond || o.StatementCache != 64 {
+		t.Errorf("Timeout %v, BusyInterval %v, StatementCache %d; want 5s, 1ms, 64", o.Timeout, o.BusyInterval, o.StatementCache)
+	}
+	if o.Writer != sqlitedb.WriterQueue || o.Busy != sqlitedb.BusyPoll || o.SharedPool || o.Deferred || o.SQLiteCheckpoints {
+		t.Errorf("options %+v; want the writer queue, BusyPoll, a read pool apart, BEGIN IMMEDIATE, the package's checkpoints", o)
+	}
+	if !slices.Equal(db.Pragmas(), sqlitedb.DefaultPragmas()) {
+		t.Errorf("pragmas %v, want the defaults %v", db.Pragmas(), sqlitedb.DefaultPragmas())
+	}
+	if db.Path() != path {
+		t.Errorf("Path %q, want %q", db.Path(), path)
+	}
+	if s := db.Stats(); s.ReadPool.MaxOpenConnections != o.ReadConns || s.WritePool.MaxOpenConnections != 1 || s.SharedPool {
+		t.Errorf("pools: read %d connections, write %d, shared %v; want %d, 1, false",
+			s.ReadPool.MaxOpenConnections, s.WritePool.MaxOpenConnections, s.SharedPool, o.ReadConns)
+	}
+}
+
+// pragmas reads, on conn, the pragmas a connection is set up with.
+func pragmas(ctx context.Context, conn *sql.Conn) (map[string]string, error) {
+	got := map[string]string{}
+	for _, name := range []string{"journal_mode", "synchronous", "foreign_keys", "cache_size", "temp_store", "query_only", "busy_timeout", "mmap_size"} {
+		var v string
+		if err := conn.QueryRowContext(ctx, `PRAGMA `+name).Scan(&v); err != nil {
+			return nil, err
+		}
+		got[name] = v
+	}
+	return got, nil
+}
+
+// A pragma in the DSN replaces the same one in Options.Pragmas, which
+// replaces the default, on read and write connections alike; the read
+// connections are query_only, the write connection is not.
+func TestPragmasDSNOverOptionsOverDefaults(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "pragmas.db")
+	dsn := "file:" + path + "?_pragma=cache_size(-3000)"
+	db, err := sqlitedb.Open(ctx, dsn, &sqlitedb.Options{Pragmas: []sqlitedb.Pragma{
+		{Name: "cache_size", Value: "-2000"}, // the DSN's wins
+		{Name: "synchronous", Value: "FULL"}, // replaces the default NORMAL
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	// Defaults that neither replaced, then the replacements; SQLite's
+	// answers: synchronous FULL is 2, temp_store MEMORY is 2.
+	want := map[string]string{"journal_mode": "wal", "foreign_keys": "1", "temp_store": "2", "mmap_size": "0",
+		"cache_size": "-3000", "synchronous": "2"}
+	check := func(where string, got map[string]string, queryOnly string) {
+		t.Helper()
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: PRAGMA %s = %s, want %s", where, k, got[k], v)
+			}
+		}
+		if got["query_only"] != queryOnly {
+			t.Errorf("%s: PRAGMA query_only = %s, want %s", where, got["query_only"], queryOnly)
+		}
+	}
+	var read, write map[string]string
+	if err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) (err error) { read, err = pragmas(ctx, conn); return err }); err != nil {
+		t.Fatal(err)
+	}
+	check("read connection", read, "1")
+	if err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) (err error) { write, err = pragmas(ctx, conn); return err }); err != nil {
+		t.Fatal(err)
+	}
+	check("write connection", write, "0")
+	// BusyPoll: the write connection answers SQLITE_BUSY at once and Go
+	// retries; the read connections wait in SQLite for Timeout.
+	if write["busy_timeout"] != "0" || read["busy_timeout"] != "5000" {
+		t.Errorf("busy_timeout: write %s, read %s; want 0 and 5000", write["busy_timeout"], read["busy_timeout"])
+	}
+
+	wantPragmas := sqlitedb.DefaultPragmas()
+	for i, p := range wantPragmas {
+		switch p.Name {
+		case "cache_size":
+			wantPragmas[i].Value = "-3000"
+		case "synchronous":
+			wantPragmas[i].Value = "FULL"
+		}
+	}
+	if !slices.Equal(db.Pragmas(), wantPragmas) {
+		t.Errorf("Pragmas() = %v, want %v", db.Pragmas(), wantPragmas)
+	}
+}
+
+// Open refuses, with an error that names the problem, what it cannot
+// open safely; and it creates nothing when it refuses a DSN or a pragma.
+func TestOpenRefuses(t *testing.T) {
+	dir := t.TempDir()
+	notADB := filepath.Join(dir, "not-a-database")
+	if err := os.WriteFile(notADB, []byte(strings.Repeat("this is not SQLite. ", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "sub", "x.db")
+	for _, c := range []struct {
+		name string
+		dsn  string
+		opts *sqlitedb.Options
+		want string // in the error
+	}{
+		{"empty", "", nil, "empty database path"},
+		{"memory", ":memory:", nil, "in-memory"},
+		{"memory URI", "file::memory:", nil, "in-memory"},
+		{"memory mode", "file:" + file + "?mode=memory", nil, "in-memory"},
+		{"PostgreSQL URL", "postgres://localhost/db", nil, "PostgreSQL"},
+		{"directory", dir, nil, "is a directory"},
+		{"not a database", notADB, nil, "not a SQLite database"},
+		{"_txlock", "file:" + file + "?_txlock=immediate", nil, "_txlock"},
+		{"_busy_timeout", "file:" + file + "?_busy_timeout=100", nil, "_busy_timeout"},
+		{"_timeout", "file:" + file + "?_timeout=100", nil, "_timeout"},
+		{"mode", "file:" + file + "?mode=ro", nil, "mode"},
+		{"_pragma without a value", "file:" + file + "?_pragma=cache_size", nil, "bad _pragma"},
+		{"_pragma smuggling SQL", "file:" + file + "?_pragma=cache_size(1%3BDROP)", nil, "bad _pragma"},
+		{"pragma value smuggling SQL", file, &sqlitedb.Options{Pragmas: []sqlitedb.Pragma{{Name: "cache_size", Value: "1; DROP TABLE t"}}}, "bad pragma"},
+		{"pragma name not a name", file, &sqlitedb.Options{Pragmas: []sqlitedb.Pragma{{Name: "Cache Size", Value: "1"}}}, "bad pragma"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db, err := sqlitedb.Open(context.Background(), c.dsn, c.opts)
+			if err == nil {
+				db.Close()
+				t.Fatalf("Open(%q) succeeded, want an error", c.dsn)
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "sqlitedb: ") {
+				t.Fatalf("Open(%q): %v; want an error of package sqlitedb that says %q", c.dsn, err, c.want)
+			}
+			if c.want != "is a directory" && c.want != "not a SQLite database" {
+				if _, err := os.Stat(filepath.Dir(file)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("a refused Open created %s", filepath.Dir(file))
+				}
+			}
+		})
+	}
+}
+
+// Setup runs once, on the write connection, outside any transaction,
+// before Open returns and so before any write; it can run its own
+// transactions and PRAGMAs that need none open.
+func TestSetupRunsOnceBeforeAnyWrite(t *testing.T) {
+	ctx := context.Background()
+	var calls atomic.Int32
+	db, _ := openDB(t, &sqlitedb.Options{Setup: func(ctx context.Context, conn *sql.Conn) error {
+		calls.Add(1)
+		var queryOnly int
+		if err := conn.QueryRowContext(ctx, `PRAGMA query_only`).Scan(&queryOnly); err != nil || queryOnly != 0 {
+			return errors.New("Setup is not on the write connection")
+		}
+		for _, s := range []string{
+			`PRAGMA foreign_keys = OFF`, // takes effect only outside a transaction
+			`BEGIN IMMEDIATE`,
+			`CREATE TABLE migrated (v TEXT)`,
+			`INSERT INTO migrated VALUES ('by Setup')`,
+			`COMMIT`,
+			`PRAGMA foreign_keys = ON`,
+		} {
+			if _, err := conn.ExecContext(ctx, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+	if calls.Load() != 1 {
+		t.Fatalf("Setup ran %d times before Open returned, want 1", calls.Load())
+	}
+	// The first write finds what Setup made.
+	var v string
+	err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		return conn.QueryRowContext(ctx, `SELECT v FROM migrated`).Scan(&v)
+	})
+	if err != nil || v != "by Setup" {
+		t.Fatalf("the first write read %q, %v; want what Setup wrote", v, err)
+	}
+	mustExec(t, db, `INSERT INTO migrated VALUES ('later')`)
+	if calls.Load() != 1 {
+		t.Fatalf("Setup ran %d times, want 1", calls.Load())
+	}
+}
+
+// If Setup fails, Open fails with its error and leaves nothing open: the
+// file opens again at once. If Setup returns inside a transaction, Open
+// fails too, and that transaction is rolled back.
+func TestSetupFailureFailsOpen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "setup.db")
+
+	errMigration := errors.New("migration 7 failed")
+	db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{Setup: func(ctx context.Context, conn *sql.Conn) error {
+		if _, err := conn.ExecContext(ctx, `CREATE TABLE t (v TEXT)`); err != nil {
+			return err
+		}
+		return errMigration
+	}})
+	if db != nil || !errors.Is(err, errMigration) {
+		t.Fatalf("Open with a failing Setup: database %v, error %v; want no database and Setup's error", db != nil, err)
+	}
+
+	db, err = sqlitedb.Open(ctx, path, &sqlitedb.Options{Setup: func(ctx context.Context, conn *sql.Conn) error {
+		for _, s := range []string{`BEGIN IMMEDIATE`, `INSERT INTO t VALUES ('left in a transaction')`} {
+			if _, err := conn.ExecContext(ctx, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+	if db != nil || err == nil || !strings.Contains(err.Error(), "inside a transaction") {
+		t.Fatalf("Open with a Setup that left a transaction open: database %v, error %v; want an error saying so", db != nil, err)
+	}
+
+	// Nothing was left open: a write takes the lock at once, and the
+	// transaction Setup left was rolled back.
+	db, err = sqlitedb.Open(ctx, path, &sqlitedb.Options{Timeout: within})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mustExec(t, db, `INSERT INTO t VALUES ('after')`)
+	if got := queryInt(t, db, `SELECT count(*) FROM t`); got != 1 {
+		t.Fatalf("%d rows, want only the one written after", got)
+	}
+	if s := db.Stats(); s.BusyRetries != 0 {
+		t.Fatalf("the write after a failed Open waited for a lock (%d busy retries): a connection was left open", s.BusyRetries)
+	}
+}
+
+// OnWriteWait is told of each write that ran, and of no write that did
+// not.
+func TestOnWriteWait(t *testing.T) {
+	var waits atomic.Int32
+	db, _ := openDB(t, &sqlitedb.Options{OnWriteWait: func(d time.Duration) {
+		if d < 0 {
+			t.Errorf("a negative wait: %v", d)
+		}
+		waits.Add(1)
+	}})
+	createT(t, db)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	mustExec(t, db, `INSERT INTO t (n) VALUES (1)`)
+	if err := db.Coalesce(context.Background(), insert(2)); err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriter(t, db, nil)
+	if err := db.Write(ctx, insert(3)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a write with its context already cancelled: %v", err)
+	}
+	release()
+	// CREATE TABLE, two writes and the held one; not the cancelled one.
+	if got := waits.Load(); got != 4 {
+		t.Fatalf("OnWriteWait told of %d writes, want 4", got)
+	}
+}
+
+// A write that finds SQLite's write lock held by another connection (here
+// a pool of its own; in production another process) waits for it,
+// polling, and succeeds once it is free; if it stays taken past Timeout,
+// the write fails with ErrBusy, counted.
+func TestBusyPollWaitsForAnotherConnection(t *testing.T) {
+	ctx := context.Background()
+	db, path := openDB(t, &sqlitedb.Options{Timeout: 300 * time.Millisecond})
+	createT(t, db)
+	other := sqlitedb.OpenPoolForTest(path)
+	defer other.Close()
+	lock := func() (unlock func()) {
+		conn, err := other.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+				t.Error(err)
+			}
+			conn.Close()
+		}
+	}
+
+	unlock := lock()
+	err := db.Write(ctx, insert(1))
+	unlock()
+	if !errors.Is(err, sqlitedb.ErrBusy) || !sqlitedb.IsBusy(err) {
+		t.Fatalf("a write with the lock held past Timeout: %v, want ErrBusy", err)
+	}
+	if s := db.Stats(); s.BusyErrors != 1 || s.BusyRetries == 0 {
+		t.Fatalf("busy errors %d, retries %d; want 1 and some", s.BusyErrors, s.BusyRetries)
+	}
+
+	// Taken, then freed while the write polls: the write succeeds.
+	unlock = lock()
+	retries := db.Stats().BusyRetries
+	errc := make(chan error, 1)
+	go func() { errc <- db.Write(ctx, insert(2)) }()
+	waitFor(t, "the write to find the lock taken", func() bool { return db.Stats().BusyRetries > retries })
+	unlock()
+	if err := receive(t, errc, "the write to get the lock"); err != nil {
+		t.Fatalf("a write whose lock was freed while it polled: %v", err)
+	}
+	if got := queryInts(t, db, `SELECT n FROM t`); !slices.Equal(got, []int64{2}) {
+		t.Fatalf("rows %v, want [2]", got)
+	}
+}
