@@ -486,3 +486,32 @@ func BenchmarkWritesBesideReads(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWriteTail finds where the package's write tail comes from: 16
+// writers beside 0, 4 and 16 readers that loop without pause, and beside
+// 16 with synchronous=OFF (no fsync at checkpoints). b.N is the number of
+// writes.
+func BenchmarkWriteTail(b *testing.B) {
+	syncOff := &sqlitedb.Options{Pragmas: []sqlitedb.Pragma{{Name: "synchronous", Value: "OFF"}}}
+	for _, c := range []struct {
+		name    string
+		readers int
+		opts    *sqlitedb.Options
+	}{{"readers-0", 0, nil}, {"readers-4", 4, nil}, {"readers-16", 16, nil}, {"readers-16-sync-off", 16, syncOff}} {
+		b.Run(c.name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "db.sqlite3")
+			s := openPackage(b, path, c.opts)
+			defer s.close()
+			b.ResetTimer()
+			res := runLoad(s, b.N, 16, c.readers)
+			b.StopTimer()
+			if res.firstError != nil {
+				b.Errorf("%d write and %d read errors, the first: %v", res.writeErrors, res.readErrors, res.firstError)
+			}
+			checkTotals(b, s, res.writes)
+			b.ReportMetric(float64(res.writes)/res.elapsed.Seconds(), "writes/s")
+			b.ReportMetric(ms(res.writeLat, 50), "write-p50-ms")
+			b.ReportMetric(ms(res.writeLat, 99), "write-p99-ms")
+		})
+	}
+}
