@@ -48,7 +48,7 @@ func scanPostWithAuthor(s scanner) (*loremnews.Post, error) {
 // creation time) with their authors' ids and screen names;
 // tail is the WHERE/ORDER/LIMIT part.
 func queryPosts(ctx context.Context, q *sql.Conn, tail string, args ...any) ([]*loremnews.Post, error) {
-	rows, err := queryRows(ctx, q, `SELECT `+postSummaryColumns+`, `+authorColumns+`
+	rows, err := sqlitedb.Query(ctx, q, `SELECT `+postSummaryColumns+`, `+authorColumns+`
 		FROM posts p JOIN users u ON u.id = p.user_id `+tail, args...)
 	if err != nil {
 		return nil, err
@@ -230,7 +230,7 @@ func wasDeleted(ctx context.Context, q *sql.Conn, table string, id int64, notFou
 // queryPostComments lists a post's comments, newest first, with their
 // authors; every row is on post p, so it does not join posts again.
 func queryPostComments(ctx context.Context, q *sql.Conn, p *loremnews.Post) ([]*loremnews.Comment, error) {
-	rows, err := queryRows(ctx, q, `SELECT c.id, c.user_id, c.body, c.created_at, u.screen_name
+	rows, err := sqlitedb.Query(ctx, q, `SELECT c.id, c.user_id, c.body, c.created_at, u.screen_name
 		FROM comments c JOIN users u ON u.id = c.user_id
 		WHERE c.post_id = ? ORDER BY c.id DESC`, p.ID)
 	if err != nil {

@@ -7,8 +7,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-
-	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // read runs fn's queries in one read transaction on a read connection:
@@ -26,11 +24,4 @@ func (db *DB) read(ctx context.Context, fn func(ctx context.Context, conn *sql.C
 // the profiles that queue them, and returns once it has committed.
 func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Conn) error) error {
 	return mapError(db.sql.Write(ctx, fn))
-}
-
-// queryRows runs a listing's query through the row reader: each column
-// copied once and scanned without a driver.Value, the statement kept
-// prepared on the connection.
-func queryRows(ctx context.Context, conn *sql.Conn, query string, args ...any) (*sqlitedb.Rows, error) {
-	return sqlitedb.Query(ctx, conn, query, args...)
 }

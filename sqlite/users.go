@@ -254,7 +254,7 @@ func findAuthor(ctx context.Context, q *sql.Conn, id int64) (*loremnews.User, er
 }
 
 func queryUserPosts(ctx context.Context, q *sql.Conn, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Post, error) {
-	rows, err := queryRows(ctx, q, `SELECT `+postSummaryColumns+` FROM posts p
+	rows, err := sqlitedb.Query(ctx, q, `SELECT `+postSummaryColumns+` FROM posts p
 		WHERE p.user_id = ? AND p.id < ? ORDER BY p.id DESC LIMIT ?`, author.ID, beforeID, limit)
 	if err != nil {
 		return nil, err
@@ -274,7 +274,7 @@ func queryUserPosts(ctx context.Context, q *sql.Conn, author *loremnews.User, be
 }
 
 func queryUserComments(ctx context.Context, q *sql.Conn, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
-	rows, err := queryRows(ctx, q, `SELECT c.id, c.post_id, c.body, c.created_at, p.title
+	rows, err := sqlitedb.Query(ctx, q, `SELECT c.id, c.post_id, c.body, c.created_at, p.title
 		FROM comments c JOIN posts p ON p.id = c.post_id
 		WHERE c.user_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`, author.ID, beforeID, limit)
 	if err != nil {

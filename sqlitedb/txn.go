@@ -103,16 +103,7 @@ func (db *DB) leaveRead() { <-db.readers }
 // that error. fn must not keep conn, nor begin or end transactions on it
 // (savepoints are fine).
 func (db *DB) Write(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error {
-	if db.closed.Load() {
-		return ErrClosed
-	}
-	if db.writer != nil {
-		if ctx.Value(insideWrite{}) == db {
-			return errNested
-		}
-		return db.result(db.writer.submit(ctx, fn, db.writer.queue))
-	}
-	return db.result(db.writeHere(ctx, fn))
+	return db.write(ctx, fn, false)
 }
 
 // Coalesce runs fn like Write, except that the coalesced writes queued at
@@ -126,16 +117,25 @@ func (db *DB) Write(ctx context.Context, fn func(ctx context.Context, conn *sql.
 // of one kind does not hold up the other. With WriterNone, Coalesce is
 // Write.
 func (db *DB) Coalesce(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error {
+	return db.write(ctx, fn, true)
+}
+
+// write is Write, or Coalesce if coalesce is set.
+func (db *DB) write(ctx context.Context, fn func(context.Context, *sql.Conn) error, coalesce bool) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
-	if db.writer != nil {
-		if ctx.Value(insideWrite{}) == db {
-			return errNested
-		}
-		return db.result(db.writer.submit(ctx, fn, db.writer.coalesced))
+	if db.writer == nil {
+		return db.result(db.writeHere(ctx, fn))
 	}
-	return db.result(db.writeHere(ctx, fn))
+	if ctx.Value(insideWrite{}) == db {
+		return errNested
+	}
+	queue := db.writer.queue
+	if coalesce {
+		queue = db.writer.coalesced
+	}
+	return db.result(db.writer.submit(ctx, fn, queue))
 }
 
 // insideWrite is the key of the value the writer puts in a write's
@@ -160,7 +160,7 @@ func (db *DB) writeHere(ctx context.Context, fn func(context.Context, *sql.Conn)
 		return err
 	}
 	err = db.begin(ctx, conn)
-	db.observeWriteWait(start)
+	db.observeWriteWait(time.Since(start))
 	if err == nil {
 		if err = fn(ctx, conn); err != nil {
 			execOn(conn, `ROLLBACK`)
@@ -224,9 +224,9 @@ func (db *DB) whileBusy(ctx context.Context, retries *atomic.Int64, try func() e
 	}
 }
 
-func (db *DB) observeWriteWait(start time.Time) {
+func (db *DB) observeWriteWait(waited time.Duration) {
 	if db.opts.OnWriteWait != nil {
-		db.opts.OnWriteWait(time.Since(start))
+		db.opts.OnWriteWait(waited)
 	}
 }
 

@@ -149,7 +149,7 @@ func (wr *writer) run() {
 		case w := <-wr.queue:
 			wr.runWrites(w)
 		case w := <-wr.coalesced:
-			wr.commitCoalesced(wr.gather([]*pendingWrite{w}, wr.coalesced, maxCoalesced))
+			wr.runCoalesced(w)
 		case <-wr.stop:
 			wr.drain()
 			return
@@ -167,6 +167,11 @@ func (wr *writer) runWrites(w *pendingWrite) {
 	}
 }
 
+// runCoalesced commits w with the coalesced writes queued with it.
+func (wr *writer) runCoalesced(w *pendingWrite) {
+	wr.commitCoalesced(wr.gather([]*pendingWrite{w}, wr.coalesced, maxCoalesced))
+}
+
 // drain runs the writes queued when Close was called.
 func (wr *writer) drain() {
 	for {
@@ -174,7 +179,7 @@ func (wr *writer) drain() {
 		case w := <-wr.queue:
 			wr.runWrites(w)
 		case w := <-wr.coalesced:
-			wr.commitCoalesced(wr.gather([]*pendingWrite{w}, wr.coalesced, maxCoalesced))
+			wr.runCoalesced(w)
 		default:
 			return
 		}
@@ -208,9 +213,7 @@ gather:
 	for _, w := range batch {
 		if w.state.CompareAndSwap(writeQueued, writeRunning) {
 			waited := time.Since(w.queued)
-			if f := wr.db.opts.OnWriteWait; f != nil {
-				f(waited)
-			}
+			wr.db.observeWriteWait(waited)
 			wr.count(func(s *WriterStats) { s.Turns++; s.Waited += waited })
 			live = append(live, w)
 		}
