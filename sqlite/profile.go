@@ -111,7 +111,10 @@ const gemRetryInterval = 60 * time.Microsecond
 // options is the profile's setup as sqlitedb options; false if the
 // profile is unknown.
 func (p Profile) options() (sqlitedb.Options, bool) {
-	rails := sqlitedb.Options{SharedPool: true, ReadConns: railsPoolSize, Writer: sqlitedb.WriterNone, Pragmas: railsPragmas}
+	// Rails reads the file as SQLite does by default, with pread and, with
+	// its mmap_size, SQLite's own memory map.
+	rails := sqlitedb.Options{SharedPool: true, ReadConns: railsPoolSize, Writer: sqlitedb.WriterNone, Pragmas: railsPragmas,
+		SQLiteReads: true}
 	switch p {
 	case ProfileNaive:
 		rails.Deferred = true

@@ -21,7 +21,7 @@ type connector struct {
 // the given busy timeout, runs the pragmas on each new connection, and
 // hands out connections that Query can read from. stmtCache < 0 keeps no
 // prepared statements for database/sql's calls.
-func newConnector(d dsn, busyTimeout time.Duration, pragmas []Pragma, stmtCache int) *connector {
+func newConnector(d dsn, busyTimeout time.Duration, pragmas []Pragma, stmtCache int, sqliteReads bool) *connector {
 	p := url.Values{}
 	for k, v := range d.params {
 		p[k] = v
@@ -45,6 +45,10 @@ func newConnector(d dsn, busyTimeout time.Duration, pragmas []Pragma, stmtCache 
 	// SQLite's per-connection mutex is pure overhead (multi-thread mode).
 	if !p.Has("_mutex") {
 		p.Set("_mutex", "no")
+	}
+	// Reads copy from one memory map per file (mapvfs.c) unless asked not to.
+	if !p.Has("vfs") && !sqliteReads {
+		p.Set("vfs", mapVFS)
 	}
 	if stmtCache > 0 && !p.Has("_stmt_cache_size") {
 		p.Set("_stmt_cache_size", strconv.Itoa(stmtCache))
