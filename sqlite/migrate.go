@@ -47,6 +47,14 @@ func (db *DB) migrate(ctx context.Context, conn *sql.Conn) error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		// Checked first outside a transaction too, so a migration applied
+		// long ago costs one lookup at start, not its foreign key check
+		// (which reads every table).
+		if done, err := recorded(ctx, conn, name); err != nil {
+			return fmt.Errorf("migration %s: %w", name, err)
+		} else if done {
+			continue
+		}
 		body, err := fs.ReadFile(migrationFS, name)
 		if err != nil {
 			return err
@@ -109,17 +117,21 @@ func (db *DB) applyOn(ctx context.Context, conn *sql.Conn, body string, apply fu
 // applyOnce runs a migration's body in tx and records it, unless it is
 // recorded already (another process applied it first).
 func applyOnce(ctx context.Context, tx *sql.Conn, name, body string, now time.Time) error {
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, name).Scan(&n); err != nil {
+	if done, err := recorded(ctx, tx, name); err != nil || done {
 		return err
-	} else if n > 0 {
-		return nil
 	}
 	if _, err := tx.ExecContext(ctx, body); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, name, now)
 	return err
+}
+
+// recorded reports whether schema_migrations records the migration name.
+func recorded(ctx context.Context, conn *sql.Conn, name string) (bool, error) {
+	var n int
+	err := conn.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, name).Scan(&n)
+	return n > 0, err
 }
 
 // sqliteConn is a pooled connection (sqlitedb's) that can give go-sqlite3's

@@ -47,7 +47,7 @@ func newConnector(d dsn, busyTimeout time.Duration, pragmas []Pragma, stmtCache 
 		p.Set("_mutex", "no")
 	}
 	// Reads copy from one memory map per file (mapvfs.c) unless asked not to.
-	if !p.Has("vfs") && !sqliteReads {
+	if !p.Has("vfs") && !sqliteReads && mapVFS != "" {
 		p.Set("vfs", mapVFS)
 	}
 	if stmtCache > 0 && !p.Has("_stmt_cache_size") {

@@ -33,8 +33,9 @@
 //
 // Open gives a read pool of query_only connections beside exactly one
 // write connection, with the pragmas of DefaultPragmas (WAL,
-// synchronous=NORMAL, foreign keys on, a larger page cache, no memory map,
-// temporary tables in memory), each replaceable in Options or in the DSN.
+// synchronous=NORMAL, foreign keys on, a larger page cache, no memory map
+// of SQLite's own, temporary tables in memory), each replaceable in Options
+// or in the DSN.
 //
 //   - Write runs its function inside BEGIN IMMEDIATE … COMMIT, so the
 //     write lock is taken before the first read and the upgrade failure
@@ -55,6 +56,17 @@
 //     writer runs one RESTART checkpoint, which waits up to 20 ms for the
 //     readers of older snapshots. Once writes stop for 2 s the WAL is
 //     truncated to zero bytes.
+//   - Pages are copied from a memory map, not read with a system call. In
+//     WAL mode a connection empties its page cache whenever another
+//     connection has committed since its last read, so on a busy server
+//     every read fetches its pages again, a pread each (about twenty for
+//     a page of Lorem News). Connections open the file through this
+//     package's VFS, "sqlitedb": SQLite's default VFS with four methods
+//     replaced (mapvfs.c), which maps the database file and its WAL once
+//     per process, never unmaps them while they are open, and copies each
+//     page from the map. SQLite's own map (PRAGMA mmap_size) does not
+//     help here: it unmaps the whole file each time the cache is emptied,
+//     so every page faults again. Options.SQLiteReads turns it off.
 //   - Every wait has a deadline (Options.Timeout, 5 s): for the writer's
 //     turn, for SQLite's lock held by another process (polled every 1 ms,
 //     without back-off), for a read connection. A write whose caller left
@@ -142,6 +154,20 @@
 //     begin or end transactions on it (savepoints are fine); read
 //     connections are query_only.
 //   - No in-memory databases: each pooled connection would get its own.
+//   - The pages read through the map count in the process's RSS. They are
+//     the kernel's page cache, resident whether mapped or not, and
+//     reclaimable; RssAnon in /proc/PID/status is the process's own
+//     memory. Each mapped file reserves 64 GiB of address space (not
+//     memory); beyond that, and on systems other than unix, pages are read
+//     with pread.
+//   - A read of the map past the end of the file kills the process with
+//     SIGBUS, so the map serves only bytes below the size this process
+//     last saw, lowered before each truncation it makes. SQLite's locks
+//     keep every truncation SQLite makes, from any process, away from
+//     bytes a reader still needs. A program that truncates the file
+//     outside SQLite (copying another file over a live database, which
+//     corrupts it anyway) can crash the process, as with SQLite's own
+//     memory map.
 //   - It uses the SQLite that go-sqlite3 compiles in: the functions it calls
 //     are the driver's, built with the program's CGO_CFLAGS, so
 //     compile-time options are set in one place and there is one SQLite in

@@ -1,3 +1,5 @@
+//go:build unix
+
 // The "sqlitedb" VFS: SQLite's default VFS ("unix"), except that the
 // database file and its WAL are each memory-mapped once per process, and a
 // read of either copies from that map instead of calling pread.

@@ -141,10 +141,12 @@ func DefaultPragmas() []Pragma {
 		// After a checkpoint, truncate the WAL back to 64 MiB, so one burst
 		// of writes does not leave a huge file behind.
 		{"journal_size_limit", "67108864"},
-		// No memory map (SQLite's default). With one, a connection whose
-		// read transaction starts after another connection committed
-		// unmaps the file and maps it again; on a server where nearly every
-		// request commits, the CPU went to munmap and page faults.
+		// No memory map of SQLite's own (its default). With one, a
+		// connection whose read transaction starts after another
+		// connection committed unmaps the file and maps it again; on a
+		// server where nearly every request commits, the CPU went to munmap
+		// and page faults. The package's VFS maps the file instead, once
+		// (see Options.SQLiteReads).
 		{"mmap_size", "0"},
 		// A 20 MB page cache per connection instead of 2 MB (negative: KiB).
 		{"cache_size", "-20000"},

@@ -130,10 +130,7 @@ var installOnce = sync.OnceValue(func() error {
 	if rc := C.lite_install(); rc != C.LITE_OK {
 		return fmt.Errorf("sqlitedb: register the connection handle function: SQLite error %d", int(rc))
 	}
-	if rc := C.lite_map_register(); rc != C.LITE_OK {
-		return fmt.Errorf("sqlitedb: register the sqlitedb VFS: SQLite error %d", int(rc))
-	}
-	return nil
+	return registerMapVFS()
 })
 
 // driverConn is a connection go-sqlite3 opened, with its SQLite handle and the
