@@ -123,3 +123,4 @@ sqlite3_vfs *sqlite3_vfs_find(const char *zVfsName);
 int sqlite3_vfs_register(sqlite3_vfs *, int makeDflt);
 int lite_map_register(void); // mapvfs.c, unix only
 int lite_map_count(void);
+sqlite3_int64 lite_wal_writes(void);

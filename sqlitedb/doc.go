@@ -66,7 +66,11 @@
 //     per process, never unmaps them while they are open, and copies each
 //     page from the map. SQLite's own map (PRAGMA mmap_size) does not
 //     help here: it unmaps the whole file each time the cache is emptied,
-//     so every page faults again. Options.SQLiteReads turns it off.
+//     so every page faults again. The same VFS gathers each transaction's
+//     WAL frames into one write: SQLite writes a frame as two (its header,
+//     its page), so a commit of n pages was 2n write(2) calls. The frames
+//     are in the file before SQLite publishes the commit to readers.
+//     Options.SQLiteReads turns both off.
 //   - Every wait has a deadline (Options.Timeout, 5 s): for the writer's
 //     turn, for SQLite's lock held by another process (polled every 1 ms,
 //     without back-off), for a read connection. A write whose caller left

@@ -14,3 +14,4 @@ func OpenPoolForTest(path string) *sql.DB {
 }
 
 var MappedFiles = mappedFiles
+var WALWrites = walWrites

@@ -23,3 +23,7 @@ func registerMapVFS() error {
 
 // mappedFiles is how many files the process has mapped now.
 func mappedFiles() int { return int(C.lite_map_count()) }
+
+// walWrites is how many writes the process has made to WAL files through
+// mapVFS.
+func walWrites() int64 { return int64(C.lite_wal_writes()) }

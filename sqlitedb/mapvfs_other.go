@@ -9,3 +9,5 @@ const mapVFS = ""
 func registerMapVFS() error { return nil }
 
 func mappedFiles() int { return 0 }
+
+func walWrites() int64 { return 0 }

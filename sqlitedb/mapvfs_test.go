@@ -259,3 +259,76 @@ func TestMappedReadsSurviveTruncation(t *testing.T) {
 		t.Fatalf("the file is %d bytes after VACUUM: it never shrank, so the test proved nothing", st.Size())
 	}
 }
+
+// SQLite writes each WAL frame as two writes (its header, then its page);
+// the VFS gathers a transaction's frames into one.
+func TestWALWritesAreGathered(t *testing.T) {
+	db, _ := openDB(t, &sqlitedb.Options{SQLiteCheckpoints: true})
+	mustExec(t, db, `CREATE TABLE b (id INTEGER PRIMARY KEY, data BLOB NOT NULL)`)
+	before := sqlitedb.WALWrites()
+	fillBlobs(t, db, 0, 20, 20) // some 20 pages: 40 writes without gathering
+	if n := sqlitedb.WALWrites() - before; n != 1 {
+		t.Errorf("a transaction of about 20 frames took %d writes to the WAL, want 1", n)
+	}
+	before = sqlitedb.WALWrites()
+	mustExec(t, db, `UPDATE b SET data = x'01' WHERE id = 7`)
+	if n := sqlitedb.WALWrites() - before; n != 1 {
+		t.Errorf("a transaction of one frame took %d writes to the WAL, want 1", n)
+	}
+}
+
+// A commit that returned is in the WAL file, not only in the VFS's gathered
+// writes: a copy of the database file and the WAL, opened elsewhere with
+// SQLite's own VFS (which rebuilds the wal-index from the file, checking
+// every frame's checksum), holds every committed row. Among the
+// transactions is one larger than the page cache, which writes frames
+// before its commit and then pages again, so SQLite rewrites frames in
+// place and corrects the commit frame's checksum with a write of its own.
+func TestCommittedWALIsInTheFile(t *testing.T) {
+	db, path := openDB(t, &sqlitedb.Options{SQLiteCheckpoints: true,
+		Pragmas: []sqlitedb.Pragma{{Name: "cache_size", Value: "10"}}})
+	mustExec(t, db, `CREATE TABLE b (id INTEGER PRIMARY KEY, data BLOB NOT NULL)`)
+	check := func(step string) {
+		t.Helper()
+		want := queryInt(t, db, `SELECT sum(length(data)) + count(*) FROM b`)
+		dir := t.TempDir()
+		for _, suffix := range []string{"", "-wal"} {
+			b, err := os.ReadFile(path + suffix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "copy.db"+suffix), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cp, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "copy.db")+"?vfs=unix")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cp.Close()
+		var got int64
+		if err := cp.QueryRow(`SELECT sum(length(data)) + count(*) FROM b`).Scan(&got); err != nil {
+			t.Fatalf("%s: the copy: %v", step, err)
+		}
+		if got != want {
+			t.Fatalf("%s: the copy of the files holds %d, the database %d: a commit was not in the file", step, got, want)
+		}
+	}
+	fillBlobs(t, db, 0, 20, 20)
+	check("20 rows in one transaction")
+	mustExec(t, db, `UPDATE b SET data = x'02' WHERE id = 3`)
+	check("one row updated")
+	err := db.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+		for j := 100; j < 400; j++ {
+			if _, err := conn.ExecContext(ctx, `INSERT INTO b (id, data) VALUES (?, randomblob(3000))`, j); err != nil {
+				return err
+			}
+		}
+		_, err := conn.ExecContext(ctx, `UPDATE b SET data = randomblob(2000) WHERE id >= 100`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a transaction larger than the page cache, its pages written twice")
+}

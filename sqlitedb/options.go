@@ -69,11 +69,12 @@ type Options struct {
 	// documentation). With SharedPool, SQLite always checkpoints.
 	SQLiteCheckpoints bool
 
-	// SQLiteReads reads the database file and its WAL with pread, as
-	// SQLite's default VFS does, instead of copying from one memory map of
-	// each file shared by the process's connections (the "sqlitedb" VFS;
-	// see the package documentation). A DSN's vfs parameter also replaces
-	// the package's VFS.
+	// SQLiteReads reads the database file and its WAL with pread and
+	// writes each WAL frame as two writes, as SQLite's default VFS does,
+	// instead of copying from one memory map of each file shared by the
+	// process's connections and writing a transaction's frames at once
+	// (the "sqlitedb" VFS; see the package documentation). A DSN's vfs
+	// parameter also replaces the package's VFS.
 	SQLiteReads bool
 
 	// Setup, if set, runs once when the database opens, before any read or
