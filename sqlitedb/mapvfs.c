@@ -1,8 +1,9 @@
 //go:build unix
 
 // The "sqlitedb" VFS: SQLite's default VFS ("unix"), except that the
-// database file and its WAL are each memory-mapped once per process, and a
-// read of either copies from that map instead of calling pread.
+// database file and its WAL are each memory-mapped once per process, a
+// read of either copies from that map instead of calling pread, and a
+// transaction's WAL frames are written at once (see map_write).
 //
 // Why: in WAL mode, a connection whose read transaction starts after
 // another connection committed empties its page cache, so it reads every
