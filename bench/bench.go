@@ -510,9 +510,9 @@ func (s *server) runLoad(ctx context.Context, action string, c int, d time.Durat
 	}
 	r := RunResult{Action: action, Concurrency: c, Summary: res.Summary()}
 	cpuAfter, cpuAfterErr := procCPU(pid)
-	rss, peak, memErr := procMemory(pid)
+	mem, memErr := procMemory(pid)
 	if cpuErr == nil && cpuAfterErr == nil && memErr == nil {
-		r.Server = serverCost(cpuBefore, cpuAfter, rss, peak, r.Successes)
+		r.Server = serverCost(cpuBefore, cpuAfter, mem, r.Successes)
 	}
 	return r, nil
 }

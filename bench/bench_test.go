@@ -370,7 +370,7 @@ func checkExecute(t *testing.T, cfg Config, log *bytes.Buffer) {
 	if rep.Ceiling == nil || rep.Ceiling.Requests == 0 || rep.Ceiling.Failures != 0 {
 		t.Errorf("ceiling %+v", rep.Ceiling)
 	}
-	if !regexp.MustCompile(`split: run 1: \d+ successful req/s, .*; server \d+ µs CPU/req, [\d.]+ MiB RSS`).MatchString(log.String()) {
+	if !regexp.MustCompile(`split: run 1: \d+ successful req/s, .*; server \d+ µs CPU/req, [\d.]+ MiB \([\d.]+ anon\) RSS`).MatchString(log.String()) {
 		t.Errorf("the progress lines lack the server's cost:\n%s", log.String())
 	}
 	if rep.Machine.Cores == 0 || rep.Finished.Before(rep.Started) {

@@ -30,7 +30,17 @@ type ServerCost struct {
 	RSSMiB float64 `json:"rss_mib"`
 	// PeakRSSMiB is its high-water mark (VmHWM) since it started.
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	// AnonRSSMiB is the part of RSSMiB that is the process's own memory
+	// (RssAnon): the rest is pages of files it maps, such as the database
+	// file read through sqlitedb's memory map, which are the kernel's page
+	// cache. 0 if not measured.
+	AnonRSSMiB float64 `json:"anon_rss_mib,omitempty"`
 }
+
+// procMem is a process's resident memory in KiB: now (VmRSS), its peak
+// (VmHWM), and the anonymous part of it now (RssAnon, 0 if the kernel does
+// not say).
+type procMem struct{ rss, peak, anon int64 }
 
 // procCPU returns the process's user plus system CPU time so far.
 func procCPU(pid int) (time.Duration, error) {
@@ -65,19 +75,19 @@ func parseProcStat(stat string) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / clockTicksPerSec, nil
 }
 
-// procMemory returns the process's resident memory now and its peak, in KiB.
-func procMemory(pid int) (rssKiB, peakKiB int64, err error) {
+// procMemory returns the process's resident memory.
+func procMemory(pid int) (procMem, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, fmt.Errorf("bench: server memory: %w", err)
+		return procMem{}, fmt.Errorf("bench: server memory: %w", err)
 	}
 	return parseProcStatus(string(b))
 }
 
-// parseProcStatus reads VmRSS and VmHWM ("VmRSS:	   12345 kB") from
-// /proc/PID/status.
-func parseProcStatus(status string) (rssKiB, peakKiB int64, err error) {
-	found := map[string]*int64{"VmRSS": &rssKiB, "VmHWM": &peakKiB}
+// parseProcStatus reads VmRSS, VmHWM and RssAnon ("VmRSS:	   12345 kB")
+// from /proc/PID/status; RssAnon may be missing.
+func parseProcStatus(status string) (m procMem, err error) {
+	found := map[string]*int64{"VmRSS": &m.rss, "VmHWM": &m.peak, "RssAnon": &m.anon}
 	seen := 0
 	for _, line := range strings.Split(status, "\n") {
 		key, value, ok := strings.Cut(line, ":")
@@ -87,23 +97,26 @@ func parseProcStatus(status string) (rssKiB, peakKiB int64, err error) {
 		}
 		f := strings.Fields(value)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, 0, fmt.Errorf("bench: /proc status: %s %q, want a size in kB", key, strings.TrimSpace(value))
+			return procMem{}, fmt.Errorf("bench: /proc status: %s %q, want a size in kB", key, strings.TrimSpace(value))
 		}
 		if *dst, err = strconv.ParseInt(f[0], 10, 64); err != nil {
-			return 0, 0, fmt.Errorf("bench: /proc status: %s %q, want a size in kB", key, strings.TrimSpace(value))
+			return procMem{}, fmt.Errorf("bench: /proc status: %s %q, want a size in kB", key, strings.TrimSpace(value))
 		}
-		seen++
+		if key != "RssAnon" {
+			seen++
+		}
 	}
-	if seen != len(found) {
-		return 0, 0, fmt.Errorf("bench: /proc status lacks VmRSS or VmHWM")
+	if seen != 2 {
+		return procMem{}, fmt.Errorf("bench: /proc status lacks VmRSS or VmHWM")
 	}
-	return rssKiB, peakKiB, nil
+	return m, nil
 }
 
 // serverCost combines the CPU time read before and after a run, and the
 // memory read after it, for a run with ok successful requests.
-func serverCost(cpuBefore, cpuAfter time.Duration, rssKiB, peakKiB, ok int64) *ServerCost {
-	c := &ServerCost{CPUSeconds: (cpuAfter - cpuBefore).Seconds(), RSSMiB: float64(rssKiB) / 1024, PeakRSSMiB: float64(peakKiB) / 1024}
+func serverCost(cpuBefore, cpuAfter time.Duration, mem procMem, ok int64) *ServerCost {
+	c := &ServerCost{CPUSeconds: (cpuAfter - cpuBefore).Seconds(), RSSMiB: float64(mem.rss) / 1024,
+		PeakRSSMiB: float64(mem.peak) / 1024, AnonRSSMiB: float64(mem.anon) / 1024}
 	if ok > 0 {
 		c.CPUMicrosPerOK = c.CPUSeconds * 1e6 / float64(ok)
 	}
@@ -128,13 +141,21 @@ func (r RunResult) RSS() float64 {
 	return r.Server.RSSMiB
 }
 
+// AnonRSS is the anonymous part of RSS in MiB, NaN if not measured.
+func (r RunResult) AnonRSS() float64 {
+	if r.Server == nil || r.Server.AnonRSSMiB <= 0 {
+		return math.NaN()
+	}
+	return r.Server.AnonRSSMiB
+}
+
 // progress is the run in one line for the command's progress output:
 // throughput, latency, failures and what the server spent.
 func (r RunResult) progress() string {
 	line := fmt.Sprintf("%.0f successful req/s, p99 %s, slowest %s, %d failed", r.OKPerSec(),
 		fmtSeconds(r.Percentile(99)), fmtSeconds(orNaN(r.measured(), r.Slowest)), r.Failures)
 	if r.Server != nil {
-		line += fmt.Sprintf("; server %s CPU/req, %s RSS", fmtMicros(r.CPUPerOK()), fmtMiB(r.RSS()))
+		line += fmt.Sprintf("; server %s CPU/req, %s RSS", fmtMicros(r.CPUPerOK()), fmtRSS(r.RSS(), r.AnonRSS()))
 	}
 	return line
 }
@@ -145,6 +166,15 @@ func fmtMicros(s float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.0f µs", s*1e6)
+}
+
+// fmtRSS shows a resident size in MiB with its anonymous part, if known:
+// "113.4 MiB (31.0 anon)".
+func fmtRSS(rss, anon float64) string {
+	if math.IsNaN(anon) || math.IsNaN(rss) {
+		return fmtMiB(rss)
+	}
+	return fmt.Sprintf("%s (%.1f anon)", fmtMiB(rss), anon)
 }
 
 // fmtMiB shows a memory size in MiB, "–" if unknown.

@@ -26,9 +26,12 @@ func TestParseProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rss, peak, err := parseProcStatus(string(status))
-	if err != nil || rss != 46080 || peak != 53248 {
-		t.Errorf("VmRSS %d kB, VmHWM %d kB, %v; want 46080, 53248", rss, peak, err)
+	m, err := parseProcStatus(string(status))
+	if err != nil || m.rss != 46080 || m.peak != 53248 || m.anon != 148 {
+		t.Errorf("VmRSS %d kB, VmHWM %d kB, RssAnon %d kB, %v; want 46080, 53248, 148", m.rss, m.peak, m.anon, err)
+	}
+	if m, err := parseProcStatus("VmHWM:\t 12 kB\nVmRSS:\t 10 kB\n"); err != nil || m.anon != 0 {
+		t.Errorf("without RssAnon: %+v, %v; want it 0 and no error", m, err)
 	}
 
 	for name, bad := range map[string]string{
@@ -45,7 +48,7 @@ func TestParseProc(t *testing.T) {
 		"not in kB":   "VmHWM:\t 12 MB\nVmRSS:\t 12 kB\n",
 		"not numeric": "VmHWM:\t 1x kB\nVmRSS:\t 12 kB\n",
 	} {
-		if _, _, err := parseProcStatus(bad); err == nil || !strings.Contains(err.Error(), "/proc status") {
+		if _, err := parseProcStatus(bad); err == nil || !strings.Contains(err.Error(), "/proc status") {
 			t.Errorf("%s: error %v, want one naming /proc status", name, err)
 		}
 	}
@@ -71,28 +74,28 @@ func TestProcSelf(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rss, peak, err := procMemory(os.Getpid())
-	if err != nil || rss <= 0 || peak < rss {
-		t.Errorf("VmRSS %d kB, VmHWM %d kB, %v", rss, peak, err)
+	m, err := procMemory(os.Getpid())
+	if err != nil || m.rss <= 0 || m.peak < m.rss || m.anon <= 0 || m.anon > m.rss {
+		t.Errorf("VmRSS %d kB, VmHWM %d kB, RssAnon %d kB, %v", m.rss, m.peak, m.anon, err)
 	}
 }
 
 func TestServerCost(t *testing.T) {
-	c := serverCost(2*time.Second, 2500*time.Millisecond, 46080, 53248, 1000)
+	c := serverCost(2*time.Second, 2500*time.Millisecond, procMem{rss: 46080, peak: 53248, anon: 12288}, 1000)
 	for _, f := range []struct {
 		field     string
 		got, want float64
 	}{
-		{"CPU seconds", c.CPUSeconds, 0.5}, {"CPU µs per request", c.CPUMicrosPerOK, 500}, {"RSS MiB", c.RSSMiB, 45}, {"peak RSS MiB", c.PeakRSSMiB, 52},
+		{"CPU seconds", c.CPUSeconds, 0.5}, {"CPU µs per request", c.CPUMicrosPerOK, 500}, {"RSS MiB", c.RSSMiB, 45}, {"peak RSS MiB", c.PeakRSSMiB, 52}, {"anonymous RSS MiB", c.AnonRSSMiB, 12},
 	} {
 		if f.got != f.want {
 			t.Errorf("%s = %v, want %v", f.field, f.got, f.want)
 		}
 	}
-	if got := (RunResult{Server: c}).progress(); !strings.HasSuffix(got, "; server 500 µs CPU/req, 45.0 MiB RSS") {
+	if got := (RunResult{Server: c}).progress(); !strings.HasSuffix(got, "; server 500 µs CPU/req, 45.0 MiB (12.0 anon) RSS") {
 		t.Errorf("progress line %q", got)
 	}
-	if c := serverCost(0, time.Second, 1, 1, 0); c.CPUMicrosPerOK != 0 || !math.IsNaN((RunResult{Server: c}).CPUPerOK()) {
+	if c := serverCost(0, time.Second, procMem{rss: 1, peak: 1}, 0); c.CPUMicrosPerOK != 0 || !math.IsNaN((RunResult{Server: c}).CPUPerOK()) {
 		t.Errorf("no successful request: %+v", c)
 	}
 	if r := (RunResult{}); !math.IsNaN(r.CPUPerOK()) || !math.IsNaN(r.RSS()) || strings.Contains(r.progress(), "server") {

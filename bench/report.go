@@ -120,11 +120,11 @@ func (r *Report) tables() (out []table) {
 		}
 		return head
 	}
-	costCells := func(cpuPerOK, rss float64) []string {
+	costCells := func(cpuPerOK, rss, anon float64) []string {
 		if !withCost {
 			return nil
 		}
-		return []string{fmtMicros(cpuPerOK), fmtMiB(rss)}
+		return []string{fmtMicros(cpuPerOK), fmtRSS(rss, anon)}
 	}
 	// "% failed" stands next to the successful req/s, so that no one takes a
 	// failing setup's successful req/s for a win.
@@ -150,7 +150,7 @@ func (r *Report) tables() (out []table) {
 			for _, col := range runColumns {
 				cells = append(cells, fmtSeconds(col.value(run)))
 			}
-			cells = append(cells, costCells(run.CPUPerOK(), run.RSS())...)
+			cells = append(cells, costCells(run.CPUPerOK(), run.RSS(), run.AnonRSS())...)
 			results.Rows = append(results.Rows, tableRow{Cells: cells})
 		}
 		rps, lat, nonOK := meanRun(s.Runs)
@@ -158,7 +158,7 @@ func (r *Report) tables() (out []table) {
 		for _, v := range lat {
 			cells = append(cells, fmtSeconds(v))
 		}
-		cells = append(cells, costCells(meanOf(s.Runs, RunResult.CPUPerOK), meanOf(s.Runs, RunResult.RSS))...)
+		cells = append(cells, costCells(meanOf(s.Runs, RunResult.CPUPerOK), meanOf(s.Runs, RunResult.RSS), meanOf(s.Runs, RunResult.AnonRSS))...)
 		results.Rows = append(results.Rows, tableRow{Cells: cells, Bold: true})
 	}
 
@@ -194,7 +194,7 @@ func (r *Report) tables() (out []table) {
 				}
 				sc.Rows = append(sc.Rows, tableRow{Cells: append([]string{name, run.Action, fmt.Sprint(run.Concurrency), fmt.Sprintf("%.0f", run.OKPerSec()),
 					fmtShare(run.ErrorRate()), r.ofCeiling(run.OKPerSec()), statusSummary(run), fmtSeconds(run.Percentile(50)), fmtSeconds(run.Percentile(99)), fmtSeconds(run.Percentile(99.9)),
-					fmtSeconds(orNaN(run.measured(), run.Slowest))}, costCells(run.CPUPerOK(), run.RSS())...)})
+					fmtSeconds(orNaN(run.measured(), run.Slowest))}, costCells(run.CPUPerOK(), run.RSS(), run.AnonRSS())...)})
 			}
 		}
 		out = append(out, sc)
@@ -249,7 +249,7 @@ func (r *Report) tables() (out []table) {
 // costNote explains the server cost columns.
 func (r *Report) costNote() string {
 	note := "Server CPU/req: the server process's user and system CPU time during the run (from /proc/PID/stat) divided by its successful requests (so the CPU failed requests took counts too); " +
-		"server RSS: its resident memory at the end of the run (VmRSS; the peak since start, VmHWM, is in results.json). The load generator's CPU is not included."
+		"server RSS: its resident memory at the end of the run (VmRSS; the peak since start, VmHWM, is in results.json), and in parentheses the part that is its own (RssAnon): the rest is pages of files it maps, such as the database read through sqlitedb's memory map, which are the kernel's page cache. The load generator's CPU is not included."
 	if r.Postgres != nil {
 		note += " For PostgreSQL setups only the loremnews server process is measured: the PostgreSQL server's own CPU and memory are not included."
 	}

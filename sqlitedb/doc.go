@@ -106,32 +106,31 @@
 // balance, writes it back plus one and inserts an entry) beside N reading
 // an account's 20 latest entries, until 40,000 writes are done. On a
 // 2-core virtual machine (Debian 12, Go 1.26, SQLite 3.54.1), medians of 3
-// runs of go test -run '^$' -bench Compare -benchtime 40000x -count 3,
-// measured before the VFS was added (with its reads from the map, Lorem
-// News then spent 0.90× the CPU per request, and 0.94× of that again with
-// its gathered WAL writes):
+// runs of go test -run '^$' -bench Compare -benchtime 40000x -count 3
+// (the other three setups open the file with SQLite's default VFS):
 //
 //	16 writers, 16 readers   writes/s  reads/s  write p50/p99 ms  read p50/p99 ms  errors
-//	this package               13,341   47,405     0.02 / 37.3      0.18 / 1.9          0
-//	SetMaxOpenConns(1)         13,193   13,190     0.73 / 6.7       0.74 / 6.8          0
-//	two pools, _txlock=imm.    10,946   38,324     0.35 / 25.8      0.20 / 2.9          0
-//	one pool, deferred         10,672   20,768     0.62 / 4.8       0.48 / 4.0     19,493
+//	this package               14,373   51,532     0.02 / 37.0      0.17 / 1.4          0
+//	SetMaxOpenConns(1)         10,912   10,794     0.86 / 8.9       0.86 / 9.0          0
+//	two pools, _txlock=imm.     8,110   33,983     0.41 / 36.2      0.23 / 3.4          0
+//	one pool, deferred          9,962   23,241     0.57 / 4.9       0.41 / 3.8     21,546
 //
 //	64 writers, 64 readers
-//	this package               12,026   48,781     0.02 / 60.4      0.88 / 5.0          0
-//	SetMaxOpenConns(1)         13,779   13,932     3.0 / 21.3       3.0 / 21.7          0
-//	two pools, _txlock=imm.    10,045   40,744     1.6 / 65.3       0.87 / 10.1         0
-//	one pool, deferred         10,123   23,160     2.2 / 14.8       1.7 / 14.3     22,832
+//	this package               11,782   59,009     0.02 / 73.3      0.74 / 5.0          0
+//	SetMaxOpenConns(1)         11,156   11,306     3.6 / 26.9       3.6 / 26.7          0
+//	two pools, _txlock=imm.     6,994   42,907     1.8 / 89.9       0.85 / 9.3         0
+//	one pool, deferred          9,586   25,220     2.2 / 14.7       1.6 / 13.1     24,090
 //
-// With deferred transactions about half the writes fail with "database is
+// With deferred transactions more than half the writes fail with "database is
 // locked" (SQLITE_BUSY at once, whatever the busy timeout).
 // SetMaxOpenConns(1) has no errors but serves reads only between writes:
-// 3.5 times fewer reads than this package, at 4 to 6 times the read
-// latency. This package keeps every write (no errors; the balances add up
-// to the writes) at the single connection's write rate, with the most reads
-// and the shortest read tail. Its weak point is the write tail, p99 37–60 ms
-// where the single connection's is 7–21 ms, and it comes from the CPU, not
-// the disk: with 16 writers and no readers the package did 37,000–40,000
+// 5 times fewer reads than this package, at 5 to 6.5 times the read latency.
+// This package keeps every write (no errors; the balances add up to the
+// writes) at or above the single connection's write rate, with the most
+// reads and the shortest read tail. Its weak point is the write tail, p99
+// 37–73 ms where the single connection's is 9–27 ms, and it comes from the
+// CPU, not the disk (BenchmarkWriteTail, measured before the VFS was
+// added): with 16 writers and no readers the package did 37,000–40,000
 // writes/s at p99 3.5–4 ms; beside 4 readers that loop without pause on the
 // two cores, 10,500–12,700 writes/s at p99 41–52 ms. Without fsyncs
 // (synchronous=OFF), or in a trial build without the writer's finishing
@@ -140,13 +139,13 @@
 // does not, because its readers wait for the same connection
 // (BenchmarkWriteTail). Servers whose requests wait on the network between
 // statements see less of it: Lorem News, on this package, answers 20
-// clients at p99 about 10 ms. The
+// clients at p99 about 9 ms. The
 // figures moved by up to 2× between runs: compare rows of one run.
 //
 // BenchmarkWritesBesideReads (16 writers beside 8 readers, medians of 3)
 // prices the checkpointer against SQLite's checkpoints inside the commit:
-// 78.8 against 105.8 µs per write, write p99 37.3 against 42.6 ms, p99.9
-// 65.4 against 76.2 ms, slowest 86 against 111 ms.
+// 88.8 against 111.4 µs per write, write p99 40.9 against 51.9 ms, p99.9
+// 73.0 against 100.7 ms, slowest 110 against 150 ms.
 //
 // # Limits
 //
