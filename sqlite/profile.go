@@ -111,10 +111,10 @@ const gemRetryInterval = 60 * time.Microsecond
 // options is the profile's setup as sqlitedb options; false if the
 // profile is unknown.
 func (p Profile) options() (sqlitedb.Options, bool) {
-	// Rails reads the file as SQLite does by default, with pread and, with
-	// its mmap_size, SQLite's own memory map.
+	// Rails opens the file with SQLite's default VFS: pread, and with its
+	// mmap_size SQLite's own memory map.
 	rails := sqlitedb.Options{SharedPool: true, ReadConns: railsPoolSize, Writer: sqlitedb.WriterNone, Pragmas: railsPragmas,
-		SQLiteReads: true}
+		SQLiteVFS: true}
 	switch p {
 	case ProfileNaive:
 		rails.Deferred = true

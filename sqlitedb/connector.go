@@ -21,7 +21,7 @@ type connector struct {
 // the given busy timeout, runs the pragmas on each new connection, and
 // hands out connections that Query can read from. stmtCache < 0 keeps no
 // prepared statements for database/sql's calls.
-func newConnector(d dsn, busyTimeout time.Duration, pragmas []Pragma, stmtCache int, sqliteReads bool) *connector {
+func newConnector(d dsn, busyTimeout time.Duration, pragmas []Pragma, stmtCache int, sqliteVFS bool) *connector {
 	p := url.Values{}
 	for k, v := range d.params {
 		p[k] = v
@@ -46,8 +46,8 @@ func newConnector(d dsn, busyTimeout time.Duration, pragmas []Pragma, stmtCache 
 	if !p.Has("_mutex") {
 		p.Set("_mutex", "no")
 	}
-	// Reads copy from one memory map per file (mapvfs.c) unless asked not to.
-	if !p.Has("vfs") && !sqliteReads && mapVFS != "" {
+	// The package's VFS (mapvfs.c), unless asked for another.
+	if !p.Has("vfs") && !sqliteVFS && mapVFS != "" {
 		p.Set("vfs", mapVFS)
 	}
 	if stmtCache > 0 && !p.Has("_stmt_cache_size") {

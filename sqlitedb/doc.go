@@ -70,7 +70,7 @@
 //     WAL frames into one write: SQLite writes a frame as two (its header,
 //     its page), so a commit of n pages was 2n write(2) calls. The frames
 //     are in the file before SQLite publishes the commit to readers.
-//     Options.SQLiteReads turns both off.
+//     Options.SQLiteVFS turns both off.
 //   - Every wait has a deadline (Options.Timeout, 5 s): for the writer's
 //     turn, for SQLite's lock held by another process (polled every 1 ms,
 //     without back-off), for a read connection. A write whose caller left

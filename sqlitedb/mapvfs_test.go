@@ -180,10 +180,10 @@ func TestMapsAreSharedAndReleased(t *testing.T) {
 		t.Errorf("after closing both, %d files mapped, want 0", got)
 	}
 
-	c, _ := openDB(t, &sqlitedb.Options{SQLiteReads: true})
+	c, _ := openDB(t, &sqlitedb.Options{SQLiteVFS: true})
 	mustExec(t, c, `CREATE TABLE t (n)`)
 	if got := sqlitedb.MappedFiles() - before; got != 0 {
-		t.Errorf("with SQLiteReads, %d files mapped, want 0", got)
+		t.Errorf("with SQLiteVFS, %d files mapped, want 0", got)
 	}
 }
 

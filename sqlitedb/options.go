@@ -69,13 +69,13 @@ type Options struct {
 	// documentation). With SharedPool, SQLite always checkpoints.
 	SQLiteCheckpoints bool
 
-	// SQLiteReads reads the database file and its WAL with pread and
-	// writes each WAL frame as two writes, as SQLite's default VFS does,
-	// instead of copying from one memory map of each file shared by the
-	// process's connections and writing a transaction's frames at once
-	// (the "sqlitedb" VFS; see the package documentation). A DSN's vfs
-	// parameter also replaces the package's VFS.
-	SQLiteReads bool
+	// SQLiteVFS opens the file with SQLite's default VFS, which reads
+	// each page with pread and writes each WAL frame as two writes, instead
+	// of the package's VFS, "sqlitedb", which copies pages from one memory
+	// map of the database file and one of its WAL per process and writes
+	// a transaction's frames at once (see the package documentation). A
+	// DSN's vfs parameter also replaces the package's VFS.
+	SQLiteVFS bool
 
 	// Setup, if set, runs once when the database opens, before any read or
 	// write, on the write connection and outside any transaction: the
@@ -147,7 +147,7 @@ func DefaultPragmas() []Pragma {
 		// connection committed unmaps the file and maps it again; on a
 		// server where nearly every request commits, the CPU went to munmap
 		// and page faults. The package's VFS maps the file instead, once
-		// (see Options.SQLiteReads).
+		// (see Options.SQLiteVFS).
 		{"mmap_size", "0"},
 		// A 20 MB page cache per connection instead of 2 MB (negative: KiB).
 		{"cache_size", "-20000"},
