@@ -77,6 +77,8 @@ typedef struct lite_mapstate {
 // A WAL frame's header: 24 bytes, whose bytes 4 to 7 are, in a transaction's
 // last frame only, the database's size in pages after it (sqlite.org/fileformat.html).
 #define WAL_FRAME_HEADER 24
+// The WAL file's own header, at its start.
+#define WAL_HEADER 32
 
 static pthread_mutex_t map_mu = PTHREAD_MUTEX_INITIALIZER;
 static lite_map *maps;
@@ -146,18 +148,22 @@ static void map_release(lite_map *m) {
 	pthread_mutex_unlock(&map_mu);
 }
 
+// set_size sets m's size to n, atomically, if that raises it (raise) or
+// lowers it (!raise); otherwise it leaves it.
+static void set_size(lite_map *m, sqlite3_int64 n, int raise) {
+	sqlite3_int64 cur = load64(&m->size);
+	while ((raise ? n > cur : n < cur) && !__atomic_compare_exchange_n(&m->size, &cur, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+	}
+}
+
 // raw_write writes through the unix VFS, then raises the size the map may
 // serve: only after the write, since until then those bytes may lie beyond
 // the end of the file.
 static int raw_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off) {
-	if (state_of(f)->wal) __atomic_fetch_add(&wal_writes, 1, __ATOMIC_RELAXED);
-	int rc = state_of(f)->base->xWrite(f, buf, amt, off);
-	lite_map *m = state_of(f)->map;
-	if (rc == LITE_OK) {
-		sqlite3_int64 end = off + amt, cur = load64(&m->size);
-		while (end > cur && !__atomic_compare_exchange_n(&m->size, &cur, end, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		}
-	}
+	lite_mapstate *s = state_of(f);
+	if (s->wal) __atomic_fetch_add(&wal_writes, 1, __ATOMIC_RELAXED);
+	int rc = s->base->xWrite(f, buf, amt, off);
+	if (rc == LITE_OK) set_size(s->map, off + amt, 1);
 	return rc;
 }
 
@@ -170,6 +176,10 @@ static int flush(sqlite3_file *f) {
 	s->wcommit = 0;
 	return rc;
 }
+
+// wal_header reports whether a write is the WAL's own 32-byte header, which
+// SQLite writes at offset 0 when the WAL starts over.
+static int wal_header(int amt, sqlite3_int64 off) { return amt == WAL_HEADER && off == 0; }
 
 static int commit_header(const void *buf, int amt) {
 	const unsigned char *p = buf;
@@ -195,7 +205,7 @@ static int commit_header(const void *buf, int amt) {
 static int map_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off) {
 	lite_mapstate *s = state_of(f);
 	if (!s->wal) return raw_write(f, buf, amt, off);
-	if (amt == 32 && off == 0) s->wend = 0; // the WAL starts over
+	if (wal_header(amt, off)) s->wend = 0; // the WAL starts over
 	int appended = off >= s->wend;
 	if (off + amt > s->wend) s->wend = off + amt;
 	if (s->wlen > 0 && off == s->woff + s->wlen && s->wlen + amt <= WAL_GATHER) {
@@ -207,7 +217,7 @@ static int map_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 of
 	}
 	int rc = flush(f);
 	if (rc != LITE_OK) return rc;
-	if ((amt == WAL_FRAME_HEADER && (appended || !commit_header(buf, amt))) || (amt == 32 && off == 0)) {
+	if ((amt == WAL_FRAME_HEADER && (appended || !commit_header(buf, amt))) || wal_header(amt, off)) {
 		if (!s->wbuf) s->wbuf = malloc(WAL_GATHER);
 		if (s->wbuf) {
 			memcpy(s->wbuf, buf, (size_t)amt);
@@ -248,11 +258,8 @@ static int map_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off) {
 static int map_truncate(sqlite3_file *f, sqlite3_int64 size) {
 	int rc = flush(f);
 	if (rc != LITE_OK) return rc;
-	lite_map *m = state_of(f)->map;
 	// Before the truncation, so no read of the map can land past the new end.
-	sqlite3_int64 cur = load64(&m->size);
-	while (size < cur && !__atomic_compare_exchange_n(&m->size, &cur, size, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-	}
+	set_size(state_of(f)->map, size, 0);
 	return state_of(f)->base->xTruncate(f, size);
 }
 

@@ -248,6 +248,11 @@ func TestMappedReadsSurviveTruncation(t *testing.T) {
 	if reads.Load() == 0 {
 		t.Fatal("no read ran while the files shrank")
 	}
+	// The last checkpoint may have run while a reader held an older
+	// snapshot, and then it leaves the file as it is: once more, alone.
+	if _, err := admin.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
 	if n := queryInt(t, db, `SELECT count(*) FROM b`); n != 100 {
 		t.Fatalf("%d rows at the end, want 100", n)
 	}
