@@ -52,6 +52,7 @@ const unsigned char *sqlite3_column_text(sqlite3_stmt *pStmt, int iCol);
 const void *sqlite3_column_blob(sqlite3_stmt *pStmt, int iCol);
 int sqlite3_column_bytes(sqlite3_stmt *pStmt, int iCol);
 const char *sqlite3_errmsg(sqlite3 *db);
+void sqlite3_interrupt(sqlite3 *db);
 int sqlite3_extended_errcode(sqlite3 *db);
 int sqlite3_stmt_readonly(sqlite3_stmt *pStmt);
 sqlite3_int64 sqlite3_changes64(sqlite3 *db);
@@ -123,4 +124,3 @@ sqlite3_vfs *sqlite3_vfs_find(const char *zVfsName);
 int sqlite3_vfs_register(sqlite3_vfs *, int makeDflt);
 int lite_map_register(void); // mapvfs.c, unix only
 int lite_map_count(void);
-sqlite3_int64 lite_wal_writes(void);

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -27,6 +28,7 @@ func newConnector(d dsn, busyTimeout time.Duration, pragmas []Pragma, stmtCache 
 		p[k] = v
 	}
 	var stmts []string
+	var set []Pragma
 	for _, pr := range pragmas {
 		if pr.Name == "busy_timeout" { // an override of the options' timeout
 			if ms, err := strconv.Atoi(pr.Value); err == nil {
@@ -35,6 +37,7 @@ func newConnector(d dsn, busyTimeout time.Duration, pragmas []Pragma, stmtCache 
 			continue
 		}
 		stmts = append(stmts, fmt.Sprintf("PRAGMA %s = %s", pr.Name, pr.Value))
+		set = append(set, pr)
 	}
 	// The driver sets busy_timeout before anything else on a new
 	// connection, which matters: setting journal_mode=WAL needs a lock, and
@@ -47,16 +50,21 @@ func newConnector(d dsn, busyTimeout time.Duration, pragmas []Pragma, stmtCache 
 		p.Set("_mutex", "no")
 	}
 	// The package's VFS (mapvfs.c), unless asked for another.
-	if !p.Has("vfs") && !sqliteVFS && mapVFS != "" {
-		p.Set("vfs", mapVFS)
+	if !p.Has("vfs") && !sqliteVFS {
+		if name := mapVFS(); name != "" {
+			p.Set("vfs", name)
+		}
 	}
 	if stmtCache > 0 && !p.Has("_stmt_cache_size") {
 		p.Set("_stmt_cache_size", strconv.Itoa(stmtCache))
 	}
 	hook := func(c *sqlite3.SQLiteConn) error {
-		for _, s := range stmts {
+		for i, s := range stmts {
 			if _, err := c.Exec(s, nil); err != nil {
 				return fmt.Errorf("%s: %w", s, err)
+			}
+			if err := checkPragma(c, set[i]); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -81,3 +89,58 @@ func (c *connector) Connect(context.Context) (driver.Conn, error) {
 }
 
 func (c *connector) Driver() driver.Driver { return c.driver }
+
+// pragmaWords are the names SQLite accepts for the values of the pragmas
+// checkPragma reads back, by the number SQLite reports them as.
+var pragmaWords = map[string]map[string]string{
+	"synchronous":  {"off": "0", "normal": "1", "full": "2", "extra": "3"},
+	"temp_store":   {"default": "0", "file": "1", "memory": "2"},
+	"auto_vacuum":  {"none": "0", "full": "1", "incremental": "2"},
+	"foreign_keys": boolWords, "query_only": boolWords, "recursive_triggers": boolWords,
+	"trusted_schema": boolWords, "cell_size_check": boolWords, "automatic_index": boolWords,
+	"defer_foreign_keys": boolWords, "ignore_check_constraints": boolWords, "reverse_unordered_selects": boolWords,
+}
+
+var boolWords = map[string]string{"on": "1", "yes": "1", "true": "1", "off": "0", "no": "0", "false": "0"}
+
+// readBack are the pragmas whose value SQLite reports back exactly as set
+// (after pragmaWords): checkPragma reads these, and answers an error when
+// SQLite did not take the value. SQLite ignores a value it does not know
+// without an error (journal_mode=WALL leaves the database in its rollback
+// journal), so a typo would otherwise open a database that is not what was
+// asked for. Others (page_size, mmap_size: SQLite may adjust them) are not
+// read back.
+var readBack = map[string]bool{
+	"journal_mode": true, "locking_mode": true, "cache_size": true, "journal_size_limit": true,
+	"wal_autocheckpoint": true, "secure_delete": true,
+}
+
+// checkPragma reads back p on c, if it is one SQLite reports exactly, and
+// answers an error naming it if SQLite did not take its value.
+func checkPragma(c *sqlite3.SQLiteConn, p Pragma) error {
+	words, known := pragmaWords[p.Name]
+	if !known && !readBack[p.Name] {
+		return nil
+	}
+	rows, err := c.Query("PRAGMA "+p.Name, nil)
+	if err != nil {
+		return fmt.Errorf("read back PRAGMA %s: %w", p.Name, err)
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		return fmt.Errorf("read back PRAGMA %s: %w", p.Name, err)
+	}
+	got := strings.ToLower(fmt.Sprint(v[0]))
+	if b, ok := v[0].([]byte); ok {
+		got = strings.ToLower(string(b))
+	}
+	want := strings.ToLower(strings.Trim(p.Value, `'"`))
+	if w, ok := words[want]; ok {
+		want = w
+	}
+	if got != want {
+		return fmt.Errorf("PRAGMA %s = %s did not take: SQLite reports %s (a value it does not know is ignored without an error)", p.Name, p.Value, got)
+	}
+	return nil
+}

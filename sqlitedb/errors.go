@@ -85,3 +85,24 @@ func ErrorCode(err error) int {
 	}
 	return 0
 }
+
+// PanicError is what a write's fn panicked with, carried from the writer
+// goroutine to the caller of Write or Coalesce, which panics with it: a
+// panic in fn reaches the goroutine that asked for the write, where it can
+// be recovered (net/http recovers each request's), instead of ending the
+// program on the writer's goroutine. The transaction was rolled back and
+// the writer goes on.
+type PanicError struct {
+	Value any    // what fn panicked with
+	Stack []byte // the writer goroutine's stack where it panicked
+}
+
+func (p *PanicError) Error() string {
+	return fmt.Sprintf("sqlitedb: a write's function panicked: %v\n\n%s", p.Value, p.Stack)
+}
+
+// Unwrap answers Value, if it is an error.
+func (p *PanicError) Unwrap() error {
+	err, _ := p.Value.(error)
+	return err
+}

@@ -14,4 +14,3 @@ func OpenPoolForTest(path string) *sql.DB {
 }
 
 var MappedFiles = mappedFiles
-var WALWrites = walWrites

@@ -1,45 +1,58 @@
 //go:build unix
 
 // The "sqlitedb" VFS: SQLite's default VFS ("unix"), except that the
-// database file and its WAL are each memory-mapped once per process, a
-// read of either copies from that map instead of calling pread, and a
-// transaction's WAL frames are written at once (see map_write).
+// database file and its WAL are each memory-mapped once per process, and a
+// read of either copies from that map instead of calling pread.
 //
 // Why: in WAL mode, a connection whose read transaction starts after
 // another connection committed empties its page cache, so it reads every
 // page it needs again, one pread each. On a server where nearly every
 // request commits, that is every read: about twenty system calls for a
-// page of Lorem News. From the map, each is a copy of 4 KiB, and no system
-// call. SQLite's own memory map (PRAGMA mmap_size) does not help here: it
-// unmaps the whole file whenever the page cache is emptied, and every page
-// faults again. This map is never unmapped while the file is open, and is
-// shared by every connection to the file, so a page faults in once per
-// process. SQLite's page cache, and what it caches, are unchanged.
+// page of a typical web application. From the map, each is a copy of
+// 4 KiB, and no system call. SQLite's own memory map (PRAGMA mmap_size)
+// does not help here: it unmaps the whole file whenever the page cache is
+// emptied, and every page faults again. This map is never unmapped while
+// the file is open, and is shared by every connection to the file, so a
+// page faults in once per process. SQLite's page cache, and what it
+// caches, are unchanged.
 //
-// Why it is safe: a read from the map sees exactly what pread would. The
-// map is MAP_SHARED and read-only, and Linux keeps one page cache per
-// file, so a write through any file descriptor, in any process, shows in
-// the map at once; SQLite's locking decides, as before, which bytes a
-// reader may read. The one new rule is the file's size: touching a mapped
-// page beyond the end of the file raises SIGBUS. So the map only serves
-// bytes below the size this process last saw: a write through this VFS
-// raises it after the write, a truncation lowers it before the truncation,
-// and every other read goes to pread as before. A file that another
-// process truncates while this one reads the truncated part is the one
-// case it cannot see; SQLite's own memory map has the same limit
-// (https://sqlite.org/mmap.html), and SQLite's locks keep its own
-// truncations (checkpoints, VACUUM) away from bytes a reader still needs.
+// Why it is safe:
+//   - It never opens or closes a descriptor of the file. POSIX locks belong
+//     to the process: closing any descriptor of a file drops every lock the
+//     process holds on it, and SQLite in WAL mode relies on its SHARED lock
+//     on the database file to keep other processes from deleting the WAL
+//     under it (sqlite.org/howtocorrupt.html, 2.2). The map is made from
+//     the descriptor the unix VFS itself opened for the connection, and
+//     only mmap and munmap touch it; the unix VFS keeps, and closes, its
+//     descriptors as it always does.
+//   - A read from the map sees exactly what pread would. The map is
+//     MAP_SHARED and read-only, and Linux keeps one page cache per file, so
+//     a write through any descriptor, in any process, shows in the map at
+//     once; SQLite's locking decides, as before, which bytes a reader may
+//     read.
+//   - Touching a mapped page beyond the end of the file raises SIGBUS. So
+//     the map only serves bytes below the size this process last saw: a
+//     write through this VFS raises it after the write, a read past it asks
+//     the file's size (one fstat, which also sees what other processes
+//     wrote), a truncation through this VFS lowers it before the
+//     truncation, and every other read goes to pread. SQLite's locks keep
+//     truncations by SQLite, in any process (checkpoints, VACUUM), away
+//     from bytes a reader still needs. A program that truncates the file
+//     outside SQLite's locking while this process reads the truncated part
+//     is the one case it cannot see; SQLite's own memory map has the same
+//     limit (sqlite.org/mmap.html).
+//   - Writes are the unix VFS's own, one call each, so an error is returned
+//     by the call that caused it, and no byte SQLite believes written waits
+//     in a buffer.
 //
 // Everything else is the unix VFS's own code: the file object is the unix
-// VFS's, followed by a few bytes of ours, and only the methods below are
-// replaced, in a copy of its method table.
-#include <fcntl.h>
+// VFS's, followed by a few bytes of ours, and only xClose, xRead, xWrite
+// and xTruncate are replaced, in a copy of its method table.
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "capi.h"
 
@@ -62,23 +75,18 @@ typedef struct lite_map {
 typedef struct lite_mapstate {
 	lite_map *map;                  // 0: not mapped, every method is unix's
 	const sqlite3_io_methods *base; // the unix VFS's methods for the file
-	// A WAL's writes not yet written (see map_write): wlen bytes from woff.
-	int wal;
-	unsigned char *wbuf;
-	int wlen;
-	int wcommit; // the last bytes gathered are a commit frame's header
-	sqlite3_int64 woff;
-	sqlite3_int64 wend; // the end of this connection's last frame appended
 } lite_mapstate;
 
-// How many bytes of a WAL's writes are gathered at most before they are
-// written: 31 frames of 4 KiB pages.
-#define WAL_GATHER (128 << 10)
-// A WAL frame's header: 24 bytes, whose bytes 4 to 7 are, in a transaction's
-// last frame only, the database's size in pages after it (sqlite.org/fileformat.html).
-#define WAL_FRAME_HEADER 24
-// The WAL file's own header, at its start.
-#define WAL_HEADER 32
+// The first fields of the unix VFS's file object (struct unixFile in
+// os_unix.c, unchanged since SQLite 3.7): the descriptor it opened is h.
+// map_open checks that what it reads there is a descriptor of the file it
+// opened, and leaves the file unmapped if not.
+typedef struct unix_file_head {
+	const sqlite3_io_methods *pMethod;
+	sqlite3_vfs *pVfs;
+	void *pInode;
+	int h;
+} unix_file_head;
 
 static pthread_mutex_t map_mu = PTHREAD_MUTEX_INITIALIZER;
 static lite_map *maps;
@@ -87,43 +95,34 @@ static sqlite3_vfs map_vfs;
 static int state_offset;
 // The unix VFS gives a database file one method table and a WAL file
 // another (without locks); this VFS keeps a copy of each with its own
-// methods in place of six. Under map_mu.
+// methods in place of four. Under map_mu.
 static struct {
 	const sqlite3_io_methods *base;
 	sqlite3_io_methods mapped;
 } tables[2];
 
-// How many writes this VFS has made to WAL files (for tests).
-static sqlite3_int64 wal_writes;
-
 static lite_mapstate *state_of(sqlite3_file *f) { return (lite_mapstate *)((char *)f + state_offset); }
 
 static sqlite3_int64 load64(sqlite3_int64 *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
-// map_acquire returns the map of the file at path, creating it if this is
-// the first connection to it, or 0 if it cannot be mapped (the connection
-// then reads as the unix VFS does).
-static lite_map *map_acquire(const char *path) {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) return 0;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return 0;
-	}
+// map_acquire returns the map of the file whose descriptor (the unix VFS's
+// own) is fd, creating it if this is the first connection to the file, or
+// 0 if it cannot be mapped (the connection then reads as the unix VFS
+// does). It never closes fd: see the top of the file.
+static lite_map *map_acquire(int fd, const struct stat *st) {
 	pthread_mutex_lock(&map_mu);
 	lite_map *m = maps;
-	while (m && !(m->dev == st.st_dev && m->ino == st.st_ino)) m = m->next;
+	while (m && !(m->dev == st->st_dev && m->ino == st->st_ino)) m = m->next;
 	if (m) {
 		m->refs++;
 	} else {
 		void *base = mmap(0, (size_t)MAP_RESERVE, PROT_READ, MAP_SHARED, fd, 0);
 		m = base == MAP_FAILED ? 0 : calloc(1, sizeof(lite_map));
 		if (m) {
-			m->dev = st.st_dev;
-			m->ino = st.st_ino;
+			m->dev = st->st_dev;
+			m->ino = st->st_ino;
 			m->base = base;
-			m->size = st.st_size;
+			m->size = st->st_size;
 			m->refs = 1;
 			m->next = maps;
 			maps = m;
@@ -132,7 +131,6 @@ static lite_map *map_acquire(const char *path) {
 		}
 	}
 	pthread_mutex_unlock(&map_mu);
-	close(fd);
 	return m;
 }
 
@@ -156,121 +154,47 @@ static void set_size(lite_map *m, sqlite3_int64 n, int raise) {
 	}
 }
 
-// raw_write writes through the unix VFS, then raises the size the map may
+// map_write writes through the unix VFS, then raises the size the map may
 // serve: only after the write, since until then those bytes may lie beyond
 // the end of the file.
-static int raw_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off) {
+static int map_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off) {
 	lite_mapstate *s = state_of(f);
-	if (s->wal) __atomic_fetch_add(&wal_writes, 1, __ATOMIC_RELAXED);
 	int rc = s->base->xWrite(f, buf, amt, off);
 	if (rc == LITE_OK) set_size(s->map, off + amt, 1);
 	return rc;
 }
 
-// flush writes a WAL's gathered bytes.
-static int flush(sqlite3_file *f) {
-	lite_mapstate *s = state_of(f);
-	if (s->wlen == 0) return LITE_OK;
-	int rc = raw_write(f, s->wbuf, s->wlen, s->woff);
-	s->wlen = 0;
-	s->wcommit = 0;
+static int map_close(sqlite3_file *f) {
+	lite_map *m = state_of(f)->map;
+	int rc = state_of(f)->base->xClose(f);
+	if (m) map_release(m);
 	return rc;
 }
 
-// wal_header reports whether a write is the WAL's own 32-byte header, which
-// SQLite writes at offset 0 when the WAL starts over.
-static int wal_header(int amt, sqlite3_int64 off) { return amt == WAL_HEADER && off == 0; }
-
-static int commit_header(const void *buf, int amt) {
-	const unsigned char *p = buf;
-	return amt == WAL_FRAME_HEADER && (p[4] | p[5] | p[6] | p[7]);
-}
-
-// map_write gathers a WAL's writes and writes them at once. SQLite writes
-// each frame of a transaction as two writes, its 24-byte header and its
-// page, one after the other; gathered, a transaction of n frames costs one
-// write(2) instead of 2n. The frames are written, at the latest, with the
-// page of the transaction's last frame (the one whose header holds the
-// database size), before SQLite publishes the commit in the wal-index, so
-// no reader, in this process or another, can look for a frame not yet in
-// the file, and a commit that returned is in the file (as without
-// gathering: synchronous=NORMAL does not sync it). Everything else that
-// touches the WAL through this connection (a read, a sync, its size, a
-// truncation, close, a write that is not the next byte) writes the
-// gathered bytes first. A gathered run starts only at the WAL's own 32-byte
-// header or at a frame's header: one that is not a commit's, or a commit's
-// appended after this connection's last frame, whose page follows at once.
-// (SQLite also rewrites a commit's header alone, to correct its checksum;
-// that one is written as it comes.)
-static int map_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off) {
-	lite_mapstate *s = state_of(f);
-	if (!s->wal) return raw_write(f, buf, amt, off);
-	if (wal_header(amt, off)) s->wend = 0; // the WAL starts over
-	int appended = off >= s->wend;
-	if (off + amt > s->wend) s->wend = off + amt;
-	if (s->wlen > 0 && off == s->woff + s->wlen && s->wlen + amt <= WAL_GATHER) {
-		memcpy(s->wbuf + s->wlen, buf, (size_t)amt);
-		s->wlen += amt;
-		if (s->wcommit) return flush(f); // the commit frame's page
-		s->wcommit = commit_header(buf, amt);
-		return LITE_OK;
-	}
-	int rc = flush(f);
-	if (rc != LITE_OK) return rc;
-	if ((amt == WAL_FRAME_HEADER && (appended || !commit_header(buf, amt))) || wal_header(amt, off)) {
-		if (!s->wbuf) s->wbuf = malloc(WAL_GATHER);
-		if (s->wbuf) {
-			memcpy(s->wbuf, buf, (size_t)amt);
-			s->woff = off;
-			s->wlen = amt;
-			s->wcommit = commit_header(buf, amt);
-			return LITE_OK;
-		}
-	}
-	return raw_write(f, buf, amt, off);
-}
-
-static int map_close(sqlite3_file *f) {
-	lite_mapstate *s = state_of(f);
-	lite_map *m = s->map;
-	unsigned char *wbuf = s->wbuf;
-	int rc = flush(f);
-	int rc2 = s->base->xClose(f);
-	free(wbuf);
-	if (m) map_release(m);
-	return rc != LITE_OK ? rc : rc2;
-}
-
-// map_read copies from the map what lies below the size last seen, and
-// leaves the rest (a read past the end of the file) to the unix VFS.
+// map_read copies from the map what lies below the size last seen. A read
+// past it first asks the file's size (another process may have written
+// there) and leaves what is still past it (a read past the end of the
+// file) to the unix VFS.
 static int map_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off) {
 	lite_mapstate *s = state_of(f);
-	int rc = flush(f);
-	if (rc != LITE_OK) return rc;
 	lite_map *m = s->map;
-	if (off + amt <= load64(&m->size) && off + amt <= MAP_RESERVE) {
-		memcpy(buf, m->base + off, (size_t)amt);
-		return LITE_OK;
+	if (off + amt <= MAP_RESERVE) {
+		if (off + amt > load64(&m->size)) {
+			sqlite3_int64 size;
+			if (s->base->xFileSize(f, &size) == LITE_OK) set_size(m, size, 1);
+		}
+		if (off + amt <= load64(&m->size)) {
+			memcpy(buf, m->base + off, (size_t)amt);
+			return LITE_OK;
+		}
 	}
 	return s->base->xRead(f, buf, amt, off);
 }
 
 static int map_truncate(sqlite3_file *f, sqlite3_int64 size) {
-	int rc = flush(f);
-	if (rc != LITE_OK) return rc;
 	// Before the truncation, so no read of the map can land past the new end.
 	set_size(state_of(f)->map, size, 0);
 	return state_of(f)->base->xTruncate(f, size);
-}
-
-static int map_sync(sqlite3_file *f, int flags) {
-	int rc = flush(f);
-	return rc != LITE_OK ? rc : state_of(f)->base->xSync(f, flags);
-}
-
-static int map_file_size(sqlite3_file *f, sqlite3_int64 *size) {
-	int rc = flush(f);
-	return rc != LITE_OK ? rc : state_of(f)->base->xFileSize(f, size);
 }
 
 // mapped_methods answers this VFS's copy of base, making it the first time
@@ -286,8 +210,6 @@ static const sqlite3_io_methods *mapped_methods(const sqlite3_io_methods *base) 
 			m->xRead = map_read;
 			m->xWrite = map_write;
 			m->xTruncate = map_truncate;
-			m->xSync = map_sync;
-			m->xFileSize = map_file_size;
 			tables[i].base = base;
 		}
 		if (tables[i].base == base) out = &tables[i].mapped;
@@ -296,26 +218,43 @@ static const sqlite3_io_methods *mapped_methods(const sqlite3_io_methods *base) 
 	return out;
 }
 
+// unix_fd answers the descriptor the unix VFS opened for f, the file named
+// name, with its fstat in *st; -1 if f does not look like the unix VFS's
+// file object or its descriptor is not name's (then f is left unmapped).
+// stat(2) on the name opens nothing.
+static int unix_fd(sqlite3_file *f, const char *name, struct stat *st) {
+	const unix_file_head *u = (const unix_file_head *)f;
+	struct stat byname;
+	if (u->pVfs != base_vfs || u->pMethod != f->pMethods || u->h < 0) return -1;
+	if (fstat(u->h, st) != 0 || !S_ISREG(st->st_mode)) return -1;
+	if (stat(name, &byname) != 0 || byname.st_dev != st->st_dev || byname.st_ino != st->st_ino) return -1;
+	return u->h;
+}
+
 static int map_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out) {
 	lite_mapstate *s = state_of(f);
 	memset(s, 0, sizeof(*s));
 	int rc = base_vfs->xOpen(base_vfs, name, f, flags, out);
 	if (rc != LITE_OK || !(flags & (LITE_OPEN_MAIN_DB | LITE_OPEN_WAL)) || !name || !f->pMethods) return rc;
+	struct stat st;
+	int fd = unix_fd(f, name, &st);
+	if (fd < 0) return rc;
 	const sqlite3_io_methods *m = mapped_methods(f->pMethods);
-	if (m && (s->map = map_acquire(name))) {
+	if (m && (s->map = map_acquire(fd, &st))) {
 		s->base = f->pMethods;
-		s->wal = (flags & LITE_OPEN_WAL) != 0;
 		f->pMethods = m;
 	}
 	return rc;
 }
 
 // lite_map_register registers the VFS as "sqlitedb", wrapping the default
-// VFS as it is now. It does not make it the default.
+// VFS as it is now. It does not make it the default. It answers
+// LITE_ERROR, registering nothing, where the VFS cannot work: a 32-bit
+// address space (no room to reserve), or a default VFS that is not unix.
 int lite_map_register(void) {
-	if (sizeof(void *) < 8) return LITE_ERROR; // no address space to reserve
+	if (sizeof(void *) < 8) return LITE_ERROR;
 	base_vfs = sqlite3_vfs_find(0);
-	if (!base_vfs) return LITE_ERROR;
+	if (!base_vfs || strcmp(base_vfs->zName, "unix") != 0) return LITE_ERROR;
 	map_vfs = *base_vfs;
 	state_offset = (base_vfs->szOsFile + 15) & ~15;
 	map_vfs.szOsFile = state_offset + (int)sizeof(lite_mapstate);
@@ -333,6 +272,3 @@ int lite_map_count(void) {
 	pthread_mutex_unlock(&map_mu);
 	return n;
 }
-
-// lite_wal_writes answers how many writes this VFS has made to WAL files.
-sqlite3_int64 lite_wal_writes(void) { return __atomic_load_n(&wal_writes, __ATOMIC_RELAXED); }

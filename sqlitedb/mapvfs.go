@@ -5,25 +5,22 @@ package sqlitedb
 // #include "capi.h"
 import "C"
 
-import "fmt"
+import "sync"
 
-// mapVFS is the name mapvfs.c registers its VFS under: SQLite's default VFS
-// reading the database file and its WAL from one memory map of each per
-// process. On systems without mmap (not unix) connections use SQLite's
-// default VFS.
-const mapVFS = "sqlitedb"
+// mapVFSName is the name mapvfs.c registers its VFS under: SQLite's
+// default VFS reading the database file and its WAL from one memory map of
+// each per process.
+const mapVFSName = "sqlitedb"
 
-// registerMapVFS registers mapVFS; installOnce calls it.
-func registerMapVFS() error {
-	if rc := C.lite_map_register(); rc != C.LITE_OK {
-		return fmt.Errorf("sqlitedb: register the %s VFS: SQLite error %d", mapVFS, int(rc))
+// mapVFS registers the VFS the first time it is called and answers its
+// name, or "" where it cannot work (a 32-bit address space, a default VFS
+// that is not SQLite's unix VFS): connections then use SQLite's default.
+var mapVFS = sync.OnceValue(func() string {
+	if C.lite_map_register() != C.LITE_OK {
+		return ""
 	}
-	return nil
-}
+	return mapVFSName
+})
 
 // mappedFiles is how many files the process has mapped now.
 func mappedFiles() int { return int(C.lite_map_count()) }
-
-// walWrites is how many writes the process has made to WAL files through
-// mapVFS.
-func walWrites() int64 { return int64(C.lite_wal_writes()) }

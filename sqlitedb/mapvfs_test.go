@@ -265,23 +265,6 @@ func TestMappedReadsSurviveTruncation(t *testing.T) {
 	}
 }
 
-// SQLite writes each WAL frame as two writes (its header, then its page);
-// the VFS gathers a transaction's frames into one.
-func TestWALWritesAreGathered(t *testing.T) {
-	db, _ := openDB(t, &sqlitedb.Options{SQLiteCheckpoints: true})
-	mustExec(t, db, `CREATE TABLE b (id INTEGER PRIMARY KEY, data BLOB NOT NULL)`)
-	before := sqlitedb.WALWrites()
-	fillBlobs(t, db, 0, 20, 20) // some 20 pages: 40 writes without gathering
-	if n := sqlitedb.WALWrites() - before; n != 1 {
-		t.Errorf("a transaction of about 20 frames took %d writes to the WAL, want 1", n)
-	}
-	before = sqlitedb.WALWrites()
-	mustExec(t, db, `UPDATE b SET data = x'01' WHERE id = 7`)
-	if n := sqlitedb.WALWrites() - before; n != 1 {
-		t.Errorf("a transaction of one frame took %d writes to the WAL, want 1", n)
-	}
-}
-
 // A commit that returned is in the WAL file, not only in the VFS's gathered
 // writes: a copy of the database file and the WAL, opened elsewhere with
 // SQLite's own VFS (which rebuilds the wal-index from the file, checking

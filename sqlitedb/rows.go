@@ -130,7 +130,7 @@ var installOnce = sync.OnceValue(func() error {
 	if rc := C.lite_install(); rc != C.LITE_OK {
 		return fmt.Errorf("sqlitedb: register the connection handle function: SQLite error %d", int(rc))
 	}
-	return registerMapVFS()
+	return nil
 })
 
 // driverConn is a connection go-sqlite3 opened, with its SQLite handle and the
@@ -322,6 +322,11 @@ func (c *driverConn) query(query string, args []any) (*Rows, error) {
 // no driver.Value per column, and the statement stays prepared on the
 // connection for the next call. It is meant for the result of a page —
 // tens or hundreds of rows — since the rows are held in memory at once.
+//
+// If ctx ends while the query runs, the query is interrupted
+// (sqlite3_interrupt) and Query returns an error wrapping ctx.Err(); the
+// connection stays usable. Inside Read, fn's ctx never ends: Read itself
+// watches the caller's ctx, once for all of fn's statements.
 func Query(ctx context.Context, conn *sql.Conn, query string, args ...any) (*Rows, error) {
 	var rows *Rows
 	err := conn.Raw(func(dc any) error {
@@ -329,11 +334,12 @@ func Query(ctx context.Context, conn *sql.Conn, query string, args ...any) (*Row
 		if !ok {
 			return fmt.Errorf("sqlitedb: Query needs a connection of a sqlitedb.DB, got %T", dc)
 		}
+		defer c.interruptOnDone(ctx)()
 		var err error
 		rows, err = c.query(query, args)
 		return err
 	})
-	return rows, err
+	return rows, stopped(ctx, err)
 }
 
 // Rows are the rows a Query read. Next moves to the next row; Scan copies
@@ -552,7 +558,8 @@ func watchWAL(ctx context.Context, conn *sql.Conn) (frames func() int, err error
 // locks, a driver.Value per argument, a goroutine watching ctx). The
 // statement stays prepared on the connection for the next call. Rows the
 // statement returns, if any, are stepped through and dropped. Arguments
-// are those Query takes. ctx is not watched: the statement runs to its end.
+// are those Query takes. If ctx ends while the statement runs, it is
+// interrupted, as Query is.
 func Exec(ctx context.Context, conn *sql.Conn, query string, args ...any) (sql.Result, error) {
 	var res result
 	err := conn.Raw(func(dc any) error {
@@ -560,6 +567,7 @@ func Exec(ctx context.Context, conn *sql.Conn, query string, args ...any) (sql.R
 		if !ok {
 			return fmt.Errorf("sqlitedb: Exec needs a connection of a sqlitedb.DB, got %T", dc)
 		}
+		defer c.interruptOnDone(ctx)()
 		s, err := c.statement(query)
 		if err != nil {
 			return err
@@ -580,9 +588,53 @@ func Exec(ctx context.Context, conn *sql.Conn, query string, args ...any) (sql.R
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, stopped(ctx, err)
 	}
 	return res, nil
+}
+
+// interruptOnDone interrupts the statement running on c, if any, when ctx
+// ends, until the function it returns is called; that function returns
+// once no interrupt can come any more, so none reaches a later statement.
+// A ctx that never ends costs nothing.
+func (c *driverConn) interruptOnDone(ctx context.Context) (stop func()) {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	h := c.handle
+	fired := make(chan struct{})
+	stopWatch := context.AfterFunc(ctx, func() {
+		C.sqlite3_interrupt(h)
+		close(fired)
+	})
+	return func() {
+		if !stopWatch() {
+			<-fired
+		}
+	}
+}
+
+// interruptOnDone is driverConn.interruptOnDone for conn, a connection of
+// a DB's pool.
+func interruptOnDone(ctx context.Context, conn *sql.Conn) (stop func()) {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	stop = func() {}
+	conn.Raw(func(dc any) error {
+		stop = dc.(*driverConn).interruptOnDone(ctx)
+		return nil
+	})
+	return stop
+}
+
+// stopped answers err, wrapped with ctx's error if ctx has ended: the
+// statement was interrupted, or failed meanwhile.
+func stopped(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ctx.Err(), err)
 }
 
 // result is what Exec reports.

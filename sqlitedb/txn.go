@@ -17,12 +17,17 @@ import (
 // freed connection to a random waiter, so under load an unlucky request
 // would wait many turns), at most Options.Timeout, or until ctx ends.
 //
-// fn's ctx keeps ctx's values but is never cancelled: a read takes
-// milliseconds, and a statement watching its context costs a goroutine
+// If ctx ends while fn runs, the statement running is interrupted
+// (sqlite3_interrupt) and Read returns an error wrapping ctx.Err(). Read
+// watches ctx once for all of fn: fn's ctx keeps ctx's values but is never
+// cancelled, since a statement watching its own context costs a goroutine
 // (database/sql starts one per Rows). Its statements may use database/sql
 // (conn.QueryContext, conn.QueryRowContext) or Query, the faster row
 // reader. fn must not keep conn, begin or end transactions on it, or write
 // (the read connections are query_only).
+//
+// A panic in fn goes on up the caller's stack once the read transaction
+// has ended; the connection stays usable.
 func (db *DB) Read(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error {
 	if db.closed.Load() {
 		return ErrClosed
@@ -47,7 +52,19 @@ func (db *DB) readOn(ctx context.Context, pool *sql.DB, fn func(context.Context,
 	if err := execOn(conn, `BEGIN`); err != nil {
 		return err
 	}
+	// If fn panics, the panic goes on up the caller's stack, but the
+	// transaction ends first: the connection goes back to the pool
+	// reusable, and no read transaction is left pinning the WAL.
+	returned := false
+	defer func() {
+		if !returned {
+			execOn(conn, `ROLLBACK`)
+		}
+	}()
+	stop := interruptOnDone(ctx, conn)
 	err = fn(context.WithoutCancel(ctx), conn)
+	stop()
+	returned = true
 	// Ending a read transaction cannot fail for a reason worth reporting
 	// over fn's, but it must happen, or the connection would go back to
 	// the pool inside a transaction.
@@ -57,7 +74,7 @@ func (db *DB) readOn(ctx context.Context, pool *sql.DB, fn func(context.Context,
 			err = cerr
 		}
 	}
-	return err
+	return stopped(ctx, err)
 }
 
 // enterRead waits for a read connection's slot, in arrival order:
@@ -93,15 +110,21 @@ func (db *DB) leaveRead() { <-db.readers }
 // transaction's connection.
 //
 // A write whose ctx ends, or that waits longer than Options.Timeout,
-// before its turn never runs (ctx's error, or ErrTimeout). Once it runs,
-// it is never interrupted: fn's ctx keeps ctx's values but is not
-// cancelled, since an interrupted statement can roll back the whole
-// transaction. With WriterNone, fn runs on the caller's goroutine with
-// ctx itself.
+// before its turn never runs (ctx's error, or ErrTimeout). fn's ctx keeps
+// ctx's values but is not cancelled; Write watches ctx instead: if it ends
+// while fn runs, the statement running is interrupted, the transaction
+// rolls back, and Write returns an error wrapping ctx.Err(). With
+// WriterGroupCommit, and in Coalesce, writes share a transaction, and an
+// interrupted statement rolls back the whole transaction (SQLite does so
+// for any interrupted write statement): there, a write is not interrupted
+// once it runs. With WriterNone, fn runs on the caller's goroutine with
+// ctx itself, and Query, Exec and database/sql's calls watch it.
 //
 // If fn returns an error, the transaction rolls back and Write returns
-// that error. fn must not keep conn, nor begin or end transactions on it
-// (savepoints are fine).
+// that error. If fn panics, the transaction rolls back, and the panic
+// reaches the caller's goroutine as a *PanicError (with the stack where it
+// happened); the writer goes on with the next write. fn must not keep
+// conn, nor begin or end transactions on it (savepoints are fine).
 func (db *DB) Write(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error {
 	return db.write(ctx, fn, false)
 }
@@ -135,7 +158,11 @@ func (db *DB) write(ctx context.Context, fn func(context.Context, *sql.Conn) err
 	if coalesce {
 		queue = db.writer.coalesced
 	}
-	return db.result(db.writer.submit(ctx, fn, queue))
+	err := db.writer.submit(ctx, fn, queue)
+	if p, ok := err.(*PanicError); ok {
+		panic(p) // on the caller's goroutine, where it can be recovered
+	}
+	return db.result(err)
 }
 
 // insideWrite is the key of the value the writer puts in a write's
@@ -159,11 +186,21 @@ func (db *DB) writeHere(ctx context.Context, fn func(context.Context, *sql.Conn)
 		}
 		return err
 	}
+	defer conn.Close()
 	err = db.begin(ctx, conn)
 	db.observeWriteWait(time.Since(start))
 	if err == nil {
-		if err = fn(ctx, conn); err != nil {
+		returned := false
+		defer func() {
+			if !returned { // fn panicked: roll back, and let the panic go on
+				execOn(conn, `ROLLBACK`)
+			}
+		}()
+		err = fn(ctx, conn)
+		returned = true
+		if err != nil {
 			execOn(conn, `ROLLBACK`)
+			err = stopped(ctx, err)
 		} else {
 			err = commit(conn)
 		}

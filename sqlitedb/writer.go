@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,11 +36,16 @@ import (
 //     fails outside a savepoint (COMMIT, or SQLite rolling the whole
 //     transaction back), every write of the batch gets the error — none is
 //     reported done that was not committed.
-//   - Writes run with their caller's values but not its cancellation: an
-//     interrupted statement (sqlite3_interrupt) can roll back the whole
-//     transaction, so a caller that leaves mid-write must not interrupt it.
-//     A caller that leaves, or a write that waited past Options.Timeout,
-//     before its turn is skipped and never runs.
+//   - Writes run with their caller's values but not its cancellation. A
+//     write in a transaction of its own (WriterQueue) whose caller leaves
+//     while it runs is interrupted (sqlite3_interrupt) and rolled back; in
+//     a shared transaction (group commit, coalesced) it is not, since an
+//     interrupted statement rolls back the whole transaction. A caller that
+//     leaves, or a write that waited past Options.Timeout, before its turn
+//     is skipped and never runs.
+//   - A panic in a write's function is recovered, its transaction (or, in
+//     group commit, its savepoint) rolled back, and the panic handed to
+//     its caller's goroutine; the writer goes on.
 //   - Close runs what is queued, then stops.
 type writer struct {
 	db        *DB
@@ -232,12 +238,32 @@ func (wr *writer) commitOne(batch []*pendingWrite) {
 		w.done <- err
 		return
 	}
-	if err := w.fn(wr.fnContext(w), conn); err != nil {
+	// A transaction of its own: interrupting it, if its caller leaves,
+	// rolls back nothing but this write.
+	stop := interruptOnDone(w.ctx, conn)
+	err = wr.call(w, conn)
+	stop()
+	if err != nil {
 		wr.rollback(conn)
+		if _, ok := err.(*PanicError); !ok {
+			err = stopped(w.ctx, err)
+		}
 		w.done <- err
 		return
 	}
 	w.done <- wr.commitOn(conn)
+}
+
+// call runs w's function on conn. A panic in it is recovered and answered
+// as a *PanicError, which Write panics with on its caller's goroutine:
+// here it would end the program.
+func (wr *writer) call(w *pendingWrite, conn *sql.Conn) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return w.fn(wr.fnContext(w), conn)
 }
 
 // begin takes the write connection and starts a write transaction on it,
@@ -295,9 +321,16 @@ func (wr *writer) commitCoalesced(batch []*pendingWrite) {
 		fail(err)
 		return
 	}
-	for _, w := range batch {
-		if err := w.fn(wr.fnContext(w), conn); err != nil {
+	for i, w := range batch {
+		if err := wr.call(w, conn); err != nil {
 			wr.rollback(conn)
+			if _, ok := err.(*PanicError); ok {
+				// The panic is its own caller's; the others fail with it
+				// as an error, since their transaction was rolled back.
+				w.done <- err
+				batch = append(batch[:i:i], batch[i+1:]...)
+				err = fmt.Errorf("sqlitedb: a coalesced write in the same transaction panicked: %v", err.(*PanicError).Value)
+			}
 			fail(err)
 			return
 		}
@@ -330,8 +363,8 @@ func (wr *writer) commit(live []*pendingWrite) {
 			fail(fmt.Errorf("savepoint: %w", err))
 			return
 		}
-		if err := w.fn(wr.fnContext(w), tx); err != nil {
-			results[i] = err
+		if err := wr.call(w, tx); err != nil {
+			results[i] = err // a *PanicError too: the panic is its caller's alone
 			if rerr := execOn(tx, `ROLLBACK TO write`); rerr != nil {
 				// SQLite rolled the whole transaction back (it does on
 				// some errors, e.g. a full disk): the batch is lost.
