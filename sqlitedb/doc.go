@@ -60,23 +60,46 @@
 //     WAL mode a connection empties its page cache whenever another
 //     connection has committed since its last read, so on a busy server
 //     every read fetches its pages again, a pread each (about twenty for
-//     a page of Lorem News). Connections open the file through this
+//     a typical web page). Connections open the file through this
 //     package's VFS, "sqlitedb": SQLite's default VFS with four methods
 //     replaced (mapvfs.c), which maps the database file and its WAL once
-//     per process, never unmaps them while they are open, and copies each
-//     page from the map. SQLite's own map (PRAGMA mmap_size) does not
-//     help here: it unmaps the whole file each time the cache is emptied,
-//     so every page faults again. The same VFS gathers each transaction's
-//     WAL frames into one write: SQLite writes a frame as two (its header,
-//     its page), so a commit of n pages was 2n write(2) calls. The frames
-//     are in the file before SQLite publishes the commit to readers.
-//     Options.SQLiteVFS turns both off.
+//     per process, from the descriptor SQLite itself opened, never unmaps
+//     them while they are open, and copies each page from the map. SQLite's
+//     own map (PRAGMA mmap_size) does not help here: it unmaps the whole
+//     file each time the cache is emptied, so every page faults again.
+//     Writes, locks and everything else are SQLite's own code.
+//     Options.SQLiteVFS turns it off.
+//   - Other processes may open the file at any time, as with SQLite
+//     itself: the sqlite3 shell, a script, a backup or replication tool
+//     such as Litestream, a second process of yours during a deploy. They
+//     read, write, checkpoint and VACUUM beside it, and nothing is lost:
+//     the VFS never opens or closes a descriptor of the file (closing one
+//     would drop the process's POSIX locks, which are what keep another
+//     process from deleting the WAL under this one), and every write is
+//     SQLite's own, reported by the call that made it. The tests prove it
+//     with those processes beside a loaded DB, with I/O errors injected
+//     at every write, sync and read of a transaction, with a full disk,
+//     with processes killed mid-write, and against SQLite's own VFS.
+//     What the map assumes: a 64-bit address space and SQLite's unix VFS
+//     underneath (elsewhere connections use SQLite's default), and that
+//     nothing truncates the file outside SQLite's locking while this
+//     process reads it (SQLite's own memory map assumes the same; a page
+//     read past a truncation by another program raises SIGBUS).
 //   - Every wait has a deadline (Options.Timeout, 5 s): for the writer's
 //     turn, for SQLite's lock held by another process (polled every 1 ms,
 //     without back-off), for a read connection. A write whose caller left
-//     before its turn never runs; a write that has begun is never
-//     interrupted, because an interrupted statement can roll back the
-//     whole transaction.
+//     before its turn never runs. A ctx that ends while a statement runs
+//     interrupts it (sqlite3_interrupt): Read, and a write in a
+//     transaction of its own, return an error wrapping ctx.Err(), and the
+//     connection stays usable. Writes sharing a transaction (group commit,
+//     Coalesce) are not interrupted once they run, since an interrupted
+//     write statement rolls back the whole transaction.
+//   - A panic in fn reaches the goroutine that called Read, Write or
+//     Coalesce (a write's as a *PanicError), after its transaction rolled
+//     back; the writer goes on with the next write.
+//   - Open reads back the pragmas it sets whose value SQLite reports, and
+//     fails naming the one that did not take (SQLite ignores a value it
+//     does not know: journal_mode=WALL would leave the rollback journal).
 //   - Errors say what happened: ErrBusy (the lock stayed taken), ErrTimeout
 //     (the turn did not come), ErrClosed. A server answers 503 to all
 //     three; SQLite's own error stays wrapped inside.

@@ -70,11 +70,10 @@ type Options struct {
 	SQLiteCheckpoints bool
 
 	// SQLiteVFS opens the file with SQLite's default VFS, which reads
-	// each page with pread and writes each WAL frame as two writes, instead
-	// of the package's VFS, "sqlitedb", which copies pages from one memory
-	// map of the database file and one of its WAL per process and writes
-	// a transaction's frames at once (see the package documentation). A
-	// DSN's vfs parameter also replaces the package's VFS.
+	// each page with pread, instead of the package's VFS, "sqlitedb", which
+	// copies pages from one memory map of the database file and one of its
+	// WAL per process (see the package documentation). A DSN's vfs
+	// parameter also replaces the package's VFS.
 	SQLiteVFS bool
 
 	// Setup, if set, runs once when the database opens, before any read or
