@@ -686,6 +686,25 @@ func (c *driverConn) exec(query string) error {
 	return err
 }
 
+// queryInt runs a query that takes no arguments and answers one integer
+// in its first row, prepared once per connection.
+func (c *driverConn) queryInt(query string, v *int64) error {
+	s, err := c.statement(query)
+	if err != nil {
+		return err
+	}
+	rc := C.sqlite3_step(s)
+	if rc == C.LITE_ROW {
+		*v = int64(C.sqlite3_column_int64(s, 0))
+	} else if rc != C.LITE_DONE {
+		err = c.lastError(rc)
+	} else {
+		err = sql.ErrNoRows
+	}
+	C.sqlite3_reset(s)
+	return err
+}
+
 // execOn runs exec on conn, a connection of a DB's pool: what BEGIN and
 // COMMIT cost through database/sql (a driver.Result, locks, an interface
 // per call) is more than SQLite's own work for them.

@@ -231,9 +231,46 @@ func (db *DB) begin(ctx context.Context, conn *sql.Conn) error {
 func commit(conn *sql.Conn) error {
 	if err := execOn(conn, `COMMIT`); err != nil {
 		execOn(conn, `ROLLBACK`)
+		if code := ErrorCode(err) & 0xff; code == sqliteIOErr || code == sqliteFull {
+			voidFailedCommit(conn)
+		}
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// SQLite's primary result codes for an I/O error and a full disk.
+const (
+	sqliteIOErr = 10
+	sqliteFull  = 13
+)
+
+// voidFailedCommit makes sure a COMMIT that failed with an I/O error
+// stays undone after a crash. When the write or sync that fails comes
+// after the transaction's commit frame reached the WAL (with
+// synchronous=FULL, the WAL's fsync, or the padding written before it),
+// SQLite reports the error and rolls back in memory, but the frames stay
+// in the file past the last commit it published, and recovery after a
+// crash (rebuilding the wal-index from the WAL file) would replay them: a
+// write reported failed would be there after kill -9. A transaction that
+// changes nothing, committed at once, is appended where those frames
+// begin, and its checksums end the chain recovery follows. If it fails
+// too, it leaves at most a harmless transaction of its own. SQLite's unix
+// VFS behaves the same; this is not the package's VFS.
+func voidFailedCommit(conn *sql.Conn) {
+	if execOn(conn, `BEGIN IMMEDIATE`) != nil {
+		return
+	}
+	err := conn.Raw(func(dc any) error {
+		var v int64
+		if err := dc.(*driverConn).queryInt(`PRAGMA user_version`, &v); err != nil {
+			return err
+		}
+		return dc.(*driverConn).exec(fmt.Sprintf(`PRAGMA user_version = %d`, v))
+	})
+	if err != nil || execOn(conn, `COMMIT`) != nil {
+		execOn(conn, `ROLLBACK`)
+	}
 }
 
 // whileBusy runs try until it succeeds, fails with anything but a busy
