@@ -718,3 +718,111 @@ func faultFullCheck(t *testing.T, path string, results map[int64]error, what str
 		}
 	}
 }
+
+// A full disk in the middle of transactions larger than the page cache
+// (cache_size=10, so pages spill into the WAL before the commit and are
+// read back from it). Each transaction inserts its rows five at a time,
+// each group in a savepoint, and goes on past a group that fails (rolled
+// back to its savepoint), as a program that skips what does not fit
+// would. SQLite then commits the groups that succeeded. This holds only if
+// every write that failed was reported by the call that made it: a write
+// reported late, by a later read, would fail the wrong statement, and
+// SQLite would commit pages whose frames never reached the WAL. Every row
+// of a group that succeeded in a transaction whose Write returned nil must
+// be in a copy of the files and in the file afterwards. Needs root.
+func TestFaultDiskFullMidTransaction(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "needs root, to mount a tmpfs of 1 MiB")
+	}
+	for _, m := range faultModes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+				testenv.Missing(t, "cannot mount a tmpfs: %v: %s", err, out)
+			}
+			t.Cleanup(func() {
+				if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+					t.Errorf("umount %s: %v: %s", dir, err, out)
+				}
+			})
+			path := filepath.Join(dir, "full.db")
+			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{Writer: m.mode,
+				Pragmas: []sqlitedb.Pragma{{Name: "cache_size", Value: "10"}},
+				Setup: func(ctx context.Context, conn *sql.Conn) error {
+					_, err := conn.ExecContext(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)`)
+					return err
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := false
+			t.Cleanup(func() {
+				if !closed {
+					db.Close()
+				}
+			})
+			results := map[int64]error{} // by row: its Write's result, for rows whose group succeeded
+			failedGroups, failedWrites := 0, 0
+			for w := int64(0); w < 60 && failedGroups+failedWrites < 30; w++ {
+				var inserted []int64
+				err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
+					inserted = inserted[:0]
+					for g := int64(0); g < 20; g++ {
+						if _, err := conn.ExecContext(ctx, `SAVEPOINT g`); err != nil {
+							return err
+						}
+						first := w*1000 + g*5
+						_, err := conn.ExecContext(ctx, `WITH RECURSIVE c(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM c WHERE i < ?)
+							INSERT INTO t (id, body) SELECT i, randomblob(1500) FROM c`, first, first+4)
+						if err == nil { // read back the transaction's rows: pages spilled to the WAL
+							var n int64
+							err = conn.QueryRowContext(ctx, `SELECT count(length(body)) FROM t WHERE id >= ?`, w*1000).Scan(&n)
+						}
+						if err != nil {
+							failedGroups++
+							if _, rerr := conn.ExecContext(ctx, `ROLLBACK TO g`); rerr != nil {
+								return err // the whole transaction was rolled back
+							}
+						} else {
+							inserted = append(inserted, first, first+1, first+2, first+3, first+4)
+						}
+						if _, err := conn.ExecContext(ctx, `RELEASE g`); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				for _, id := range inserted {
+					results[id] = err
+				}
+				if err != nil {
+					failedWrites++
+				}
+			}
+			if failedGroups+failedWrites == 0 {
+				t.Fatal("the disk never filled")
+			}
+			acked := 0
+			for _, err := range results {
+				if err == nil {
+					acked++
+				}
+			}
+			t.Logf("%d rows acknowledged, %d groups and %d writes failed", acked, failedGroups, failedWrites)
+			release := faultHoldSnapshot(t, db)
+			crashed := filepath.Join(t.TempDir(), "crashed.db")
+			faultCopy(t, path, crashed)
+			release()
+			faultFullCheck(t, crashed, results, "a copy of the full disk's files")
+			if out, err := exec.Command("mount", "-o", "remount,size=4m", dir).CombinedOutput(); err != nil {
+				t.Fatalf("remount with 4 MiB: %v: %s", err, out)
+			}
+			closed = true
+			if err := db.Close(); err != nil {
+				t.Fatalf("close once the disk had room again: %v", err)
+			}
+			faultFullCheck(t, path, results, "the file once the disk had room again")
+		})
+	}
+}
