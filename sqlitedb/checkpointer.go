@@ -52,8 +52,10 @@ type checkpointer struct {
 	runs     atomic.Int64 // PASSIVE checkpoints run in the background
 	inline   atomic.Int64 // PASSIVE checkpoints the writer ran itself to finish a background one
 	restarts atomic.Int64 // RESTART checkpoints the writer ran past walHardLimit
+	// mu serializes committed; nextRestart is under it.
+	mu sync.Mutex
 	// nextRestart is the WAL size in frames below which no RESTART is
-	// tried after one that readers held up (the writer's goroutine only).
+	// tried after one that readers held up.
 	nextRestart int64
 	truncates   atomic.Int64 // TRUNCATE checkpoints when idle
 	errors      atomic.Int64 // checkpoints that failed (retried on the next signal)
@@ -83,7 +85,7 @@ func newCheckpointer(conn, writeDB *sql.DB, frames func() int) *checkpointer {
 	return c
 }
 
-// committed is called by the writer, on its goroutine, after each commit,
+// committed is called by the writer after each commit,
 // with its connection back in the pool. It costs a read of the WAL hook's
 // counter, and, now and then:
 //
@@ -98,6 +100,10 @@ func newCheckpointer(conn, writeDB *sql.DB, frames func() int) *checkpointer {
 //   - past walHardLimit, it runs a RESTART checkpoint inline, whatever
 //     the checkpointer is doing.
 func (c *checkpointer) committed() {
+	// With WriterNone, writes commit on their callers' goroutines, and two
+	// can get here at once.
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.lastCommit.Store(time.Now().UnixNano())
 	n := int64(c.frames())
 	copied := c.copied.Load()

@@ -207,3 +207,51 @@ func autocheckpoint(t *testing.T, db *sqlitedb.DB) int {
 	}
 	return n
 }
+
+// With WriterNone, writes commit on their callers' goroutines, and each
+// then tells the checkpointer; past the WAL's hard limit, with a reader on
+// an old snapshot holding every checkpoint up, those calls decide about a
+// RESTART at once. The race detector finds them sharing state unguarded if
+// they are not serialized.
+func TestCheckpointerWithConcurrentCommitters(t *testing.T) {
+	db, path := openDB(t, &sqlitedb.Options{Writer: sqlitedb.WriterNone})
+	mustExec(t, db, `CREATE TABLE b (id INTEGER PRIMARY KEY, data BLOB)`)
+	mustExec(t, db, `INSERT INTO b (data) VALUES (randomblob(100))`)
+	plain, err := sql.Open("sqlite3", "file:"+path+"?vfs=unix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	tx, err := plain.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRow(`SELECT count(*) FROM b`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 150 {
+				err := db.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+					_, err := conn.ExecContext(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 40)
+						INSERT INTO b (data) SELECT randomblob(4000) FROM c`)
+					return err
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	waitGroup(t, &wg, "the writers")
+	if s := db.Stats().Checkpoints; s.Restarts == 0 {
+		t.Errorf("no RESTART was tried (%+v): the WAL never passed its hard limit, so the test proved nothing", s)
+	}
+	if got := queryInt(t, db, `SELECT count(*) FROM b`); got != 1+4*150*40 {
+		t.Errorf("%d rows, want %d", got, 1+4*150*40)
+	}
+}
