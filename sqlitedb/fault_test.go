@@ -536,21 +536,10 @@ func TestFaultCheckpoint(t *testing.T) {
 // file itself once the disk has room again and the DB took another write
 // and closed; the file is never corrupt. Needs root, to mount.
 func TestFaultDiskFull(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testenv.Missing(t, "needs root, to mount a tmpfs of 1 MiB")
-	}
 	for _, m := range faultModes {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := context.Background()
-			dir := t.TempDir()
-			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
-				testenv.Missing(t, "cannot mount a tmpfs: %v: %s", err, out)
-			}
-			t.Cleanup(func() {
-				if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-					t.Errorf("umount %s: %v: %s", dir, err, out)
-				}
-			})
+			dir := faultTmpfs(t)
 			path := filepath.Join(dir, "full.db")
 			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{Writer: m.mode, Setup: func(ctx context.Context, conn *sql.Conn) error {
 				_, err := conn.ExecContext(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)`)
@@ -731,21 +720,10 @@ func faultFullCheck(t *testing.T, path string, results map[int64]error, what str
 // of a group that succeeded in a transaction whose Write returned nil must
 // be in a copy of the files and in the file afterwards. Needs root.
 func TestFaultDiskFullMidTransaction(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testenv.Missing(t, "needs root, to mount a tmpfs of 1 MiB")
-	}
 	for _, m := range faultModes {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := context.Background()
-			dir := t.TempDir()
-			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
-				testenv.Missing(t, "cannot mount a tmpfs: %v: %s", err, out)
-			}
-			t.Cleanup(func() {
-				if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-					t.Errorf("umount %s: %v: %s", dir, err, out)
-				}
-			})
+			dir := faultTmpfs(t)
 			path := filepath.Join(dir, "full.db")
 			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{Writer: m.mode,
 				Pragmas: []sqlitedb.Pragma{{Name: "cache_size", Value: "10"}},
@@ -825,4 +803,23 @@ func TestFaultDiskFullMidTransaction(t *testing.T) {
 			faultFullCheck(t, path, results, "the file once the disk had room again")
 		})
 	}
+}
+
+// faultTmpfs mounts a tmpfs of 1 MiB on a new directory, unmounted when
+// the test ends, and answers the directory. Mounting needs root.
+func faultTmpfs(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "needs root, to mount a tmpfs of 1 MiB")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+		testenv.Missing(t, "cannot mount a tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
 }
