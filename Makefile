@@ -30,6 +30,9 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 $(SQLITE_CFLAGS) $(SQLITE_TUNING)
 
 GO ?= go
+# The app, and the SQLite package and its Prometheus collector, each a
+# module of its own (go test ./... stops at a nested module).
+MODULES := . sqlitedb sqlitedb/sqlitedbprom
 # make run DB=… ADDR=… passes --db and --addr; left unset, serve reads
 # LOREM_DB and LOREM_ADDR from the environment, else its defaults
 # (storage/loremnews.sqlite3, 127.0.0.1:3000), so LOREM_ADDR=… make run works.
@@ -59,15 +62,18 @@ generate:
 lint: test-deps
 	@$(GO) tool templ generate -path http >/dev/null 2>&1; git diff --exit-code --stat -- http/views_templ.go || (echo "http/views_templ.go is stale: run make generate and commit it"; exit 1)
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt needed on the files above"; exit 1)
-	$(GO) vet ./...
-	bin/tools/staticcheck ./...
+	@for m in $(MODULES); do echo "go vet, staticcheck: $$m"; (cd $$m && $(GO) vet ./... && $(CURDIR)/bin/tools/staticcheck ./...) || exit 1; done
 
-# Every test, with the race detector. The browser test saves its screenshot
-# in test-artifacts/. LOREM_REQUIRE_ALL=1 turns a test that would skip for
-# want of PostgreSQL, Chromium or Litestream into a failure: test-deps
-# installs them, so here (and in CI) nothing passes by skipping.
+# Every test of every module, with the race detector. The browser test saves
+# its screenshot in test-artifacts/. LOREM_REQUIRE_ALL=1 (SQLITEDB_REQUIRE_ALL=1
+# in the package's module) turns a test that would skip for want of
+# PostgreSQL, Chromium, Litestream, the sqlite3 shell, Python or gcc -m32
+# into a failure: test-deps installs them, so here (and in CI) nothing
+# passes by skipping.
 test: test-deps lint
-	LOREM_REQUIRE_ALL=1 LOREM_TEST_ARTIFACTS=$(CURDIR)/test-artifacts $(GO) test -race -count=1 -timeout 30m ./...
+	@for m in $(MODULES); do echo "go test: $$m"; \
+		(cd $$m && LOREM_REQUIRE_ALL=1 SQLITEDB_REQUIRE_ALL=1 SQLITEDB_LITESTREAM=$(CURDIR)/bin/tools/litestream \
+			LOREM_TEST_ARTIFACTS=$(CURDIR)/test-artifacts $(GO) test -race -count=1 -timeout 30m ./...) || exit 1; done
 
 # Known vulnerabilities in the code and the dependencies it calls, by
 # govulncheck (pinned). It downloads the Go vulnerability database each run,

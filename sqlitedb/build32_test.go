@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loremnews/loremnews/internal/testenv"
+	"github.com/loremnews/loremnews/sqlitedb/internal/testenv"
 )
 
 // The package works on a 32-bit target: there the VFS has no address

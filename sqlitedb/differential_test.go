@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loremnews/loremnews/internal/testenv"
 	"github.com/loremnews/loremnews/sqlitedb"
+	"github.com/loremnews/loremnews/sqlitedb/internal/testenv"
 )
 
 // diffSeedEnv names the environment variable that replays a run of

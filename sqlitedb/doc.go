@@ -122,53 +122,16 @@
 // The other Options exist to compare setups: WriterGroupCommit,
 // WriterNone, SharedPool, Deferred, BusySQLite, SQLiteCheckpoints.
 //
-// # Measured
+// # Costs
 //
-// BenchmarkCompare (compare_test.go) runs one load on four setups: N
-// goroutines each writing in a loop (a transaction that reads an account's
-// balance, writes it back plus one and inserts an entry) beside N reading
-// an account's 20 latest entries, until 40,000 writes are done. On a
-// 2-core virtual machine (Debian 12, Go 1.26, SQLite 3.54.1), medians of 3
-// runs of go test -run '^$' -bench Compare -benchtime 40000x -count 3
-// (the other three setups open the file with SQLite's default VFS):
-//
-//	16 writers, 16 readers   writes/s  reads/s  write p50/p99 ms  read p50/p99 ms  errors
-//	this package               14,373   51,532     0.02 / 37.0      0.17 / 1.4          0
-//	SetMaxOpenConns(1)         10,912   10,794     0.86 / 8.9       0.86 / 9.0          0
-//	two pools, _txlock=imm.     8,110   33,983     0.41 / 36.2      0.23 / 3.4          0
-//	one pool, deferred          9,962   23,241     0.57 / 4.9       0.41 / 3.8     21,546
-//
-//	64 writers, 64 readers
-//	this package               11,782   59,009     0.02 / 73.3      0.74 / 5.0          0
-//	SetMaxOpenConns(1)         11,156   11,306     3.6 / 26.9       3.6 / 26.7          0
-//	two pools, _txlock=imm.     6,994   42,907     1.8 / 89.9       0.85 / 9.3         0
-//	one pool, deferred          9,586   25,220     2.2 / 14.7       1.6 / 13.1     24,090
-//
-// With deferred transactions more than half the writes fail with "database is
-// locked" (SQLITE_BUSY at once, whatever the busy timeout).
-// SetMaxOpenConns(1) has no errors but serves reads only between writes:
-// 5 times fewer reads than this package, at 5 to 6.5 times the read latency.
-// This package keeps every write (no errors; the balances add up to the
-// writes) at or above the single connection's write rate, with the most
-// reads and the shortest read tail. Its weak point is the write tail, p99
-// 37–73 ms where the single connection's is 9–27 ms, and it comes from the
-// CPU, not the disk (BenchmarkWriteTail, measured before the VFS was
-// added): with 16 writers and no readers the package did 37,000–40,000
-// writes/s at p99 3.5–4 ms; beside 4 readers that loop without pause on the
-// two cores, 10,500–12,700 writes/s at p99 41–52 ms. Without fsyncs
-// (synchronous=OFF), or in a trial build without the writer's finishing
-// checkpoints, the p99 stayed at 28–37 ms. The writer goroutine waits for a CPU behind readers
-// that never block (Go has no goroutine priorities); the single connection
-// does not, because its readers wait for the same connection
-// (BenchmarkWriteTail). Servers whose requests wait on the network between
-// statements see less of it: Lorem News, on this package, answers 20
-// clients at p99 about 9 ms. The
-// figures moved by up to 2× between runs: compare rows of one run.
-//
-// BenchmarkWritesBesideReads (16 writers beside 8 readers, medians of 3)
-// prices the checkpointer against SQLite's checkpoints inside the commit:
-// 88.8 against 111.4 µs per write, write p99 40.9 against 51.9 ms, p99.9
-// 73.0 against 100.7 ms, slowest 110 against 150 ms.
+// Against the usual recipes on database/sql (one connection; a read pool
+// beside a write pool of one; one pool with deferred transactions), with N
+// goroutines writing beside N reading: no write fails, writes keep at or
+// above the single connection's rate, and reads run beside them at several
+// times its rate. The cost is the write tail: the writer goroutine waits for
+// a CPU behind readers that never block, so its p99 is longer than the
+// single connection's. The measurements, with the benchmark that makes
+// them, are in the repository's docs/use-it-in-your-own-program.md.
 //
 // # Limits
 //

@@ -18,9 +18,9 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
-	"github.com/loremnews/loremnews/internal/testenv"
 	"github.com/loremnews/loremnews/sqlitedb"
 	"github.com/loremnews/loremnews/sqlitedb/internal/faultvfs"
+	"github.com/loremnews/loremnews/sqlitedb/internal/testenv"
 )
 
 // faultModes are the writer modes the fault tests run in.

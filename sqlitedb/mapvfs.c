@@ -1,4 +1,4 @@
-//go:build unix
+//go:build cgo && unix
 
 // The "sqlitedb" VFS: SQLite's default VFS ("unix"), except that the
 // database file and its WAL are each memory-mapped once per process, and a

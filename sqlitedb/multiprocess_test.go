@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loremnews/loremnews/internal/testenv"
 	"github.com/loremnews/loremnews/sqlitedb"
+	"github.com/loremnews/loremnews/sqlitedb/internal/testenv"
 )
 
 // These tests run the package beside other processes on the same file, as
@@ -205,12 +205,14 @@ func TestOtherProcessesAndLitestreamLoseNothing(t *testing.T) {
 		t.Skip("starts other processes")
 	}
 	tools := requireTools(t)
-	litestream, err := filepath.Abs(filepath.Join("..", "bin", "tools", "litestream"))
-	if err != nil {
-		t.Fatal(err)
+	// $SQLITEDB_LITESTREAM, or litestream on PATH.
+	litestream := os.Getenv("SQLITEDB_LITESTREAM")
+	if litestream == "" {
+		litestream = "litestream"
 	}
-	if _, err := os.Stat(litestream); err != nil {
-		testenv.Missing(t, "needs Litestream: run scripts/install-test-deps (make test does): %v", err)
+	litestream, err := exec.LookPath(litestream)
+	if err != nil {
+		testenv.Missing(t, "needs Litestream (on PATH, or its path in $SQLITEDB_LITESTREAM): %v", err)
 	}
 	tools.litestream = litestream
 	for _, vc := range vfsCases {
@@ -222,7 +224,7 @@ func TestOtherProcessesAndLitestreamLoseNothing(t *testing.T) {
 type otherTools struct{ sqlite3, python3, litestream string }
 
 // requireTools finds sqlite3 and python3 on PATH, or skips the test (fails
-// it under LOREM_REQUIRE_ALL=1).
+// it under SQLITEDB_REQUIRE_ALL=1).
 func requireTools(t *testing.T) otherTools {
 	t.Helper()
 	var tools otherTools

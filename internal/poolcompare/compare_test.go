@@ -1,4 +1,4 @@
-package sqlitedb_test
+package poolcompare_test
 
 import (
 	"context"
