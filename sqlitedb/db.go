@@ -96,6 +96,9 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 	db.readDB.SetConnMaxLifetime(0)
 
 	fail := func(what string, err error) (*DB, error) {
+		if db.checkpointer != nil {
+			db.checkpointer.close()
+		}
 		db.closePools()
 		return nil, fmt.Errorf("sqlitedb: %s %s: %w", what, d.path, describeOpenError(err))
 	}
@@ -215,14 +218,10 @@ func (db *DB) Close() error {
 	return db.closeErr
 }
 
+// closePools closes the connection pools, once the writer and the
+// checkpointer have stopped.
 func (db *DB) closePools() error {
-	if db.writer != nil {
-		db.writer.close()
-	}
 	var errs []error
-	if db.checkpointer != nil {
-		errs = append(errs, db.checkpointer.close())
-	}
 	if db.readDB != db.writeDB {
 		errs = append(errs, db.readDB.Close())
 	}

@@ -13,41 +13,48 @@ import (
 )
 
 // A Write or Coalesce called inside a write fails at once, instead of
-// waiting behind the write that called it until the timeout; the outer
+// waiting behind the write that called it until the timeout (with
+// WriterNone, for the write connection the outer write holds); the outer
 // write still commits.
 func TestNestedWriteFailsAtOnce(t *testing.T) {
-	ctx := context.Background()
-	db, err := sqlitedb.Open(ctx, filepath.Join(t.TempDir(), "n.db"), &sqlitedb.Options{Setup: func(ctx context.Context, conn *sql.Conn) error {
-		_, err := conn.ExecContext(ctx, `CREATE TABLE t (x INTEGER)`)
-		return err
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var inner, innerCoalesce error
-	err = db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		inner = db.Write(ctx, func(context.Context, *sql.Conn) error { return nil })
-		innerCoalesce = db.Coalesce(ctx, func(context.Context, *sql.Conn) error { return nil })
-		_, err := conn.ExecContext(ctx, `INSERT INTO t VALUES (1)`)
-		return err
-	})
-	if err != nil {
-		t.Fatalf("outer write: %v", err)
-	}
-	for _, e := range []error{inner, innerCoalesce} {
-		if e == nil || !strings.Contains(e.Error(), "inside a write") {
-			t.Errorf("nested call: %v, want an error saying it was called inside a write", e)
-		}
-	}
-	if s := db.Stats().Writer; s.Abandoned != 0 {
-		t.Errorf("abandoned %d: the nested calls must not have queued", s.Abandoned)
-	}
-	var n int
-	if err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		return conn.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n)
-	}); err != nil || n != 1 {
-		t.Fatalf("rows %d, %v; want the outer write's 1", n, err)
+	for _, m := range allWriterModes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := context.Background()
+			db, err := sqlitedb.Open(ctx, filepath.Join(t.TempDir(), "n.db"), &sqlitedb.Options{Writer: m.mode, Timeout: 30 * time.Second,
+				Setup: func(ctx context.Context, conn *sql.Conn) error {
+					_, err := conn.ExecContext(ctx, `CREATE TABLE t (x INTEGER)`)
+					return err
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var inner, innerCoalesce error
+			start := time.Now()
+			err = db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
+				inner = db.Write(ctx, func(context.Context, *sql.Conn) error { return nil })
+				innerCoalesce = db.Coalesce(ctx, func(context.Context, *sql.Conn) error { return nil })
+				_, err := conn.ExecContext(ctx, `INSERT INTO t VALUES (1)`)
+				return err
+			})
+			if err != nil {
+				t.Fatalf("outer write: %v", err)
+			}
+			for _, e := range []error{inner, innerCoalesce} {
+				if e == nil || !strings.Contains(e.Error(), "inside a write") {
+					t.Errorf("nested call after %v: %v, want an error saying it was called inside a write", time.Since(start), e)
+				}
+			}
+			if s := db.Stats().Writer; s.Abandoned != 0 {
+				t.Errorf("abandoned %d: the nested calls must not have queued", s.Abandoned)
+			}
+			var n int
+			if err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
+				return conn.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n)
+			}); err != nil || n != 1 {
+				t.Fatalf("rows %d, %v; want the outer write's 1", n, err)
+			}
+		})
 	}
 }
 

@@ -138,9 +138,9 @@ func (db *DB) Write(ctx context.Context, fn func(ctx context.Context, conn *sql.
 // its own (a last-seen time, a counter, a log line) — its only failures
 // being the database's, which would fail any of them.
 //
-// The writer takes coalesced writes and ordinary ones by turns, so a burst
-// of one kind does not hold up the other. With WriterNone, Coalesce is
-// Write.
+// When both kinds are waiting, the writer picks between coalesced and
+// ordinary writes at random (as select does), so a burst of one kind does
+// not hold up the other. With WriterNone, Coalesce is Write.
 func (db *DB) Coalesce(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error {
 	return db.write(ctx, fn, true)
 }
@@ -150,11 +150,11 @@ func (db *DB) write(ctx context.Context, fn func(context.Context, *sql.Conn) err
 	if db.closed.Load() {
 		return ErrClosed
 	}
-	if db.writer == nil {
-		return db.result(db.writeHere(ctx, fn))
-	}
 	if ctx.Value(insideWrite{}) == db {
 		return errNested
+	}
+	if db.writer == nil {
+		return db.result(db.writeHere(ctx, fn))
 	}
 	queue := db.writer.queue
 	if coalesce {
@@ -198,7 +198,7 @@ func (db *DB) writeHere(ctx context.Context, fn func(context.Context, *sql.Conn)
 				execOn(conn, `ROLLBACK`)
 			}
 		}()
-		err = fn(ctx, conn)
+		err = fn(context.WithValue(ctx, insideWrite{}, db), conn)
 		returned = true
 		if err != nil {
 			execOn(conn, `ROLLBACK`)

@@ -26,12 +26,12 @@ import (
 //     COMMIT for a batch, each write inside its own SAVEPOINT, so BEGIN,
 //     COMMIT (the WAL append) and the hand-offs are paid once per batch.
 //
-// Coalesced writes (Coalesce) queue apart and are committed together,
-// however many are waiting, in one transaction of their own.
+// Coalesced writes (Coalesce) queue apart and are committed together, up
+// to maxCoalesced (256) of those waiting, in one transaction of their own.
 //
 // What it keeps:
 //   - First come, first served: the queues are channels, taken in order;
-//     the writer takes coalesced and ordinary writes by turns.
+//     when both have writes waiting, the writer picks one at random (select).
 //   - Each caller waits for its commit: submit returns only after COMMIT.
 //   - One write's failure cannot undo another's: in a batch a failing write
 //     rolls back to its own savepoint and the batch goes on; if anything

@@ -13,14 +13,17 @@
 //	writer_turns_total               counter  writes run (ordinary and coalesced)
 //	writer_abandoned_total           counter  writes whose caller left before their turn
 //	writer_commits_total             counter  transactions the writer committed
+//	writer_wait_seconds_total        counter  time the writes run waited for their turn
 //	busy_retries_total               counter  BEGINs retried because another connection held the lock
 //	busy_errors_total                counter  reads and writes that failed with ErrBusy
-//	checkpoints_total{kind}          counter  WAL checkpoints: background, inline, truncate
+//	checkpoints_total{kind}          counter  WAL checkpoints: background, inline, restart, truncate
 //	checkpoint_errors_total          counter  checkpoints that failed (tried again later)
 //	pool_open_connections{pool}      gauge    open connections: read, write (or shared)
 //	pool_in_use_connections{pool}    gauge    connections in use
 //	pool_waits_total{pool}           counter  times a caller waited for a connection
 //	pool_wait_seconds_total{pool}    counter  time spent waiting for a connection
+//	read_waits_total                 counter  reads that found every read connection taken
+//	read_wait_seconds_total          counter  time those reads waited, in arrival order
 //
 // The writer metrics are left out with Options.Writer WriterNone, the
 // checkpoint metrics where the package's checkpointer does not run
