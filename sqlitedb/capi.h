@@ -4,6 +4,9 @@
 // the program and its compile-time options are the build's. The
 // declarations match sqlite3.h exactly; the constants are SQLite's stable
 // result and type codes.
+#ifndef LITE_CAPI_H
+#define LITE_CAPI_H
+
 #include <stdint.h>
 #include <string.h>
 
@@ -122,3 +125,5 @@ sqlite3_vfs *sqlite3_vfs_find(const char *zVfsName);
 int sqlite3_vfs_register(sqlite3_vfs *, int makeDflt);
 int lite_map_register(void); // mapvfs.c, unix only
 int lite_map_count(void);
+
+#endif

@@ -1,0 +1,334 @@
+//go:build cgo
+
+package sqlitedb
+
+/*
+#include <stdlib.h>
+#include "capi.h"
+
+// sqlitedb_handle() answers the connection's own sqlite3 pointer, so the Go
+// side can reach, through database/sql, the handle of a connection that
+// github.com/mattn/go-sqlite3 opened. It is registered on every connection
+// by an automatic extension, DIRECTONLY so no trigger or view can call it.
+static void lite_handle_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+	sqlite3_result_int64(ctx, (sqlite3_int64)(intptr_t)sqlite3_context_db_handle(ctx));
+}
+
+static int lite_register_handle_func(sqlite3 *db, char **err, const sqlite3_api_routines *api) {
+	return sqlite3_create_function_v2(db, "sqlitedb_handle", 0, LITE_UTF8 | LITE_DIRECTONLY, 0,
+		lite_handle_func, 0, 0, 0);
+}
+
+// lite_wal_hook runs after every commit on the connection it is set on and
+// stores how many frames the WAL now holds. Setting it turns SQLite's
+// automatic checkpoints off on that connection (they are a WAL hook too).
+static int lite_wal_hook(void *frames, sqlite3 *db, const char *schema, int n) {
+	*(volatile int *)frames = n;
+	return LITE_OK;
+}
+
+static int *lite_watch_wal(sqlite3 *db) {
+	int *frames = calloc(1, sizeof(int));
+	if (frames) sqlite3_wal_hook(db, lite_wal_hook, frames);
+	return frames;
+}
+
+static void lite_unwatch_wal(sqlite3 *db, int *frames) {
+	sqlite3_wal_hook(db, 0, 0);
+	free(frames);
+}
+
+static sqlite3 *lite_handle_from(sqlite3_int64 h) { return (sqlite3 *)(intptr_t)h; }
+
+static int lite_install(void) {
+	return sqlite3_auto_extension((void (*)(void))lite_register_handle_func);
+}
+
+static int lite_bind_text(sqlite3_stmt *s, int i, const char *p, int n) {
+	// SQLITE_TRANSIENT: SQLite copies the bytes before this returns, so Go
+	// memory is never kept by C. A NULL pointer would bind NULL, not "".
+	return sqlite3_bind_text(s, i, n ? p : "", n, (void (*)(void *))-1);
+}
+
+static int lite_bind_blob(sqlite3_stmt *s, int i, const void *p, int n) {
+	return sqlite3_bind_blob(s, i, n ? p : "", n, (void (*)(void *))-1);
+}
+*/
+import "C"
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// installOnce registers sqlitedb_handle on every connection opened after it.
+var installOnce = sync.OnceValue(func() error {
+	if rc := C.lite_install(); rc != C.LITE_OK {
+		return fmt.Errorf("sqlitedb: register the connection handle function: SQLite error %d", int(rc))
+	}
+	return nil
+})
+
+// driverConn is a connection go-sqlite3 opened, with its SQLite handle and the
+// statements the row reader prepared on it. database/sql hands it out
+// exactly like the driver's own connection (every method but Close is the
+// driver's); Close finalizes the reader's statements first, so SQLite can
+// really close the connection.
+type driverConn struct {
+	*sqlite3.SQLiteConn
+	handle *C.sqlite3
+	stmts  map[string]*C.sqlite3_stmt
+	// walFrames, once watchWAL has set it, is where the WAL hook stores the
+	// WAL's size in frames after each commit on this connection.
+	walFrames *C.int
+}
+
+// newDriverConn wraps a connection go-sqlite3 opened after installOnce.
+func newDriverConn(c *sqlite3.SQLiteConn) (*driverConn, error) {
+	rows, err := c.Query(`SELECT sqlitedb_handle()`, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitedb: read the connection handle: %w", err)
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		return nil, fmt.Errorf("sqlitedb: read the connection handle: %w", err)
+	}
+	h, ok := v[0].(int64)
+	if !ok || h == 0 {
+		return nil, fmt.Errorf("sqlitedb: read the connection handle: got %v", v[0])
+	}
+	return &driverConn{SQLiteConn: c, handle: C.lite_handle_from(C.sqlite3_int64(h)), stmts: map[string]*C.sqlite3_stmt{}}, nil
+}
+
+// SQLiteConnOf is go-sqlite3's connection.
+func (c *driverConn) SQLiteConnOf() *sqlite3.SQLiteConn { return c.SQLiteConn }
+
+// Close finalizes the row reader's statements, then closes the connection.
+func (c *driverConn) Close() error {
+	if c.walFrames != nil {
+		C.lite_unwatch_wal(c.handle, c.walFrames)
+		c.walFrames = nil
+	}
+	c.finalizeStatements()
+	return c.SQLiteConn.Close()
+}
+
+// finalizeStatements finalizes every statement the row reader kept.
+func (c *driverConn) finalizeStatements() {
+	for q, s := range c.stmts {
+		C.sqlite3_finalize(s)
+		delete(c.stmts, q)
+	}
+}
+
+// Error is an error SQLite returned to the row reader.
+type Error struct {
+	Code    int    // SQLite's extended result code
+	Message string // sqlite3_errmsg
+}
+
+func (e *Error) Error() string { return "sqlite: " + e.Message }
+
+// Busy reports whether SQLite answered SQLITE_BUSY or SQLITE_LOCKED.
+func (e *Error) Busy() bool { return e.Code&0xff == 5 || e.Code&0xff == 6 }
+
+func (c *driverConn) lastError(rc C.int) error {
+	return &Error{Code: int(C.sqlite3_extended_errcode(c.handle)), Message: C.GoString(C.sqlite3_errmsg(c.handle))}
+}
+
+// maxStatements bounds the statements the row reader keeps per
+// connection: a program that builds its SQL at run time would otherwise
+// grow the cache without end. Past it the cache starts over.
+const maxStatements = 128
+
+// statement returns query's prepared statement on c, preparing it on first
+// use and keeping it (up to maxStatements) for the connection's life.
+func (c *driverConn) statement(query string) (*C.sqlite3_stmt, error) {
+	if s, ok := c.stmts[query]; ok {
+		return s, nil
+	}
+	if len(c.stmts) >= maxStatements {
+		c.finalizeStatements()
+	}
+	cq := C.CString(query)
+	defer C.free(unsafe.Pointer(cq))
+	var s *C.sqlite3_stmt
+	var tail *C.char
+	if rc := C.sqlite3_prepare_v3(c.handle, cq, -1, C.LITE_PREPARE_PERSISTENT, &s, &tail); rc != C.LITE_OK {
+		return nil, c.lastError(rc)
+	}
+	if s == nil {
+		return nil, errors.New("sqlitedb: empty query")
+	}
+	if *tail != 0 { // something follows the first statement: only comments, or a second one?
+		var next *C.sqlite3_stmt
+		C.sqlite3_prepare_v3(c.handle, tail, -1, 0, &next, nil)
+		if next != nil {
+			C.sqlite3_finalize(next)
+			C.sqlite3_finalize(s)
+			return nil, fmt.Errorf("sqlitedb: one statement at a time, and the query goes on after the first: %.40q", C.GoString(tail))
+		}
+	}
+	c.stmts[query] = s
+	return s, nil
+}
+
+func (c *driverConn) bind(s *C.sqlite3_stmt, args []any) error {
+	if n := int(C.sqlite3_bind_parameter_count(s)); n != len(args) {
+		return fmt.Errorf("sqlitedb: the query takes %d arguments, got %d", n, len(args))
+	}
+	for i, a := range args {
+		col := C.int(i + 1)
+		var rc C.int
+		switch v := a.(type) {
+		case int64:
+			rc = C.sqlite3_bind_int64(s, col, C.sqlite3_int64(v))
+		case int:
+			rc = C.sqlite3_bind_int64(s, col, C.sqlite3_int64(v))
+		case int32:
+			rc = C.sqlite3_bind_int64(s, col, C.sqlite3_int64(v))
+		case bool:
+			var b C.sqlite3_int64
+			if v {
+				b = 1
+			}
+			rc = C.sqlite3_bind_int64(s, col, b)
+		case float64:
+			rc = C.sqlite3_bind_double(s, col, C.double(v))
+		case string:
+			rc = C.lite_bind_text(s, col, (*C.char)(unsafe.Pointer(unsafe.StringData(v))), C.int(len(v)))
+		case []byte:
+			if v == nil {
+				rc = C.sqlite3_bind_null(s, col)
+			} else {
+				rc = C.lite_bind_blob(s, col, unsafe.Pointer(unsafe.SliceData(v)), C.int(len(v)))
+			}
+		case nil:
+			rc = C.sqlite3_bind_null(s, col)
+		default:
+			return fmt.Errorf("sqlitedb: argument %d: cannot bind a %T (want int64, int, bool, float64, string, []byte or nil)", i+1, a)
+		}
+		if rc != C.LITE_OK {
+			return c.lastError(rc)
+		}
+	}
+	return nil
+}
+
+// watchWAL makes conn report, after each of its commits, how many frames
+// (pages) the WAL holds; the returned function reads the figure the last
+// commit left. It is meant for the one connection that writes, read by the
+// goroutine that commits on it. It also turns off SQLite's automatic
+// checkpoints on conn, which would otherwise run inside the commits that
+// take the WAL past wal_autocheckpoint pages: the caller checkpoints
+// instead, from another connection.
+func watchWAL(ctx context.Context, conn *sql.Conn) (frames func() int, err error) {
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(*driverConn)
+		if !ok {
+			return fmt.Errorf("sqlitedb: watchWAL needs a connection of a sqlitedb.DB, got %T", dc)
+		}
+		if c.walFrames == nil {
+			if c.walFrames = C.lite_watch_wal(c.handle); c.walFrames == nil {
+				return errors.New("sqlitedb: watchWAL: out of memory")
+			}
+		}
+		p := c.walFrames
+		frames = func() int { return int(*p) }
+		return nil
+	})
+	return frames, err
+}
+
+// interruptOnDone interrupts the statement running on c, if any, when ctx
+// ends, until the function it returns is called; that function returns
+// once no interrupt can come any more, so none reaches a later statement.
+// A ctx that never ends costs nothing.
+func (c *driverConn) interruptOnDone(ctx context.Context) (stop func()) {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	h := c.handle
+	fired := make(chan struct{})
+	stopWatch := context.AfterFunc(ctx, func() {
+		C.sqlite3_interrupt(h)
+		close(fired)
+	})
+	return func() {
+		if !stopWatch() {
+			<-fired
+		}
+	}
+}
+
+// interruptOnDone is driverConn.interruptOnDone for conn, a connection of
+// a DB's pool.
+func interruptOnDone(ctx context.Context, conn *sql.Conn) (stop func()) {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	stop = func() {}
+	conn.Raw(func(dc any) error {
+		stop = dc.(*driverConn).interruptOnDone(ctx)
+		return nil
+	})
+	return stop
+}
+
+// stopped answers err, wrapped with ctx's error if ctx has ended: the
+// statement was interrupted, or failed meanwhile.
+func stopped(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ctx.Err(), err)
+}
+
+// exec runs a statement that takes no arguments and whose rows, if any,
+// are not wanted (BEGIN, COMMIT, SAVEPOINT), prepared once per connection.
+func (c *driverConn) exec(query string) error {
+	s, err := c.statement(query)
+	if err != nil {
+		return err
+	}
+	rc := C.sqlite3_step(s)
+	if rc != C.LITE_DONE && rc != C.LITE_ROW {
+		err = c.lastError(rc)
+	}
+	C.sqlite3_reset(s)
+	return err
+}
+
+// queryInt runs a query that takes no arguments and answers one integer
+// in its first row, prepared once per connection.
+func (c *driverConn) queryInt(query string, v *int64) error {
+	s, err := c.statement(query)
+	if err != nil {
+		return err
+	}
+	rc := C.sqlite3_step(s)
+	if rc == C.LITE_ROW {
+		*v = int64(C.sqlite3_column_int64(s, 0))
+	} else if rc != C.LITE_DONE {
+		err = c.lastError(rc)
+	} else {
+		err = sql.ErrNoRows
+	}
+	C.sqlite3_reset(s)
+	return err
+}
+
+// execOn runs exec on conn, a connection of a DB's pool: what BEGIN and
+// COMMIT cost through database/sql (a driver.Result, locks, an interface
+// per call) is more than SQLite's own work for them.
+func execOn(conn *sql.Conn, query string) error {
+	return conn.Raw(func(dc any) error { return dc.(*driverConn).exec(query) })
+}
