@@ -24,7 +24,7 @@ type connector struct {
 // the given busy timeout, runs the pragmas on each new connection, and
 // hands out connections that Query can read from. stmtCache < 0 keeps no
 // prepared statements for database/sql's calls.
-func newConnector(d dsn, busyTimeout time.Duration, pragmas []Pragma, stmtCache int, sqliteVFS bool) *connector {
+func newConnector(d dsn, busyTimeout, openTimeout time.Duration, pragmas []Pragma, stmtCache int, sqliteVFS bool) *connector {
 	p := url.Values{}
 	for k, v := range d.params {
 		p[k] = v
@@ -45,7 +45,11 @@ func newConnector(d dsn, busyTimeout time.Duration, pragmas []Pragma, stmtCache 
 	// connection, which matters: setting journal_mode=WAL needs a lock, and
 	// without a timeout it fails at once if another connection is
 	// mid-write.
-	p.Set("_busy_timeout", strconv.FormatInt(busyTimeout.Milliseconds(), 10))
+	// While a new connection sets its pragmas, it waits up to openTimeout
+	// for a lock (the first connection to a new file switches it to WAL,
+	// which takes an exclusive lock: another process opening the same new
+	// file at once waits for it instead of failing), then busyTimeout.
+	p.Set("_busy_timeout", strconv.FormatInt(max(busyTimeout, openTimeout).Milliseconds(), 10))
 	// database/sql never shares a connection between goroutines, so
 	// SQLite's per-connection mutex is pure overhead (multi-thread mode).
 	if !p.Has("_mutex") {
@@ -66,6 +70,11 @@ func newConnector(d dsn, busyTimeout time.Duration, pragmas []Pragma, stmtCache 
 				return fmt.Errorf("%s: %w", s, err)
 			}
 			if err := checkPragma(c, set[i]); err != nil {
+				return err
+			}
+		}
+		if openTimeout > busyTimeout {
+			if _, err := c.Exec(fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeout.Milliseconds()), nil); err != nil {
 				return err
 			}
 		}

@@ -71,7 +71,7 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 	}
 	db := &DB{path: d.path, opts: o, pragmas: pragmas, dsn: d}
 
-	db.writeDB = sql.OpenDB(newConnector(d, o.busyTimeout(), pragmas, o.StatementCache, o.SQLiteVFS))
+	db.writeDB = sql.OpenDB(newConnector(d, o.busyTimeout(), o.Timeout, pragmas, o.StatementCache, o.SQLiteVFS))
 	if o.SharedPool {
 		db.writeDB.SetMaxOpenConns(o.ReadConns)
 		db.writeDB.SetMaxIdleConns(o.ReadConns)
@@ -85,7 +85,7 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 		// it. SQLite's own busy handler is fine here: in WAL mode a reader
 		// waits only on crash recovery, never on a writer.
 		readPragmas := mergePragmas(pragmas, []Pragma{{"query_only", "ON"}})
-		db.readDB = sql.OpenDB(newConnector(d, o.Timeout, readPragmas, o.StatementCache, o.SQLiteVFS))
+		db.readDB = sql.OpenDB(newConnector(d, o.Timeout, o.Timeout, readPragmas, o.StatementCache, o.SQLiteVFS))
 		db.readDB.SetMaxOpenConns(o.ReadConns)
 		db.readDB.SetMaxIdleConns(o.ReadConns)
 		db.readers = make(chan struct{}, o.ReadConns)
@@ -166,7 +166,7 @@ func (db *DB) startCheckpointer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ckdb := sql.OpenDB(newConnector(db.dsn, 0, db.pragmas, -1, db.opts.SQLiteVFS))
+	ckdb := sql.OpenDB(newConnector(db.dsn, 0, db.opts.Timeout, db.pragmas, -1, db.opts.SQLiteVFS))
 	ckdb.SetMaxOpenConns(1)
 	ckdb.SetMaxIdleConns(1)
 	ckdb.SetConnMaxLifetime(0)
@@ -245,7 +245,7 @@ func (db *DB) Backup(ctx context.Context, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("sqlitedb: backup: %w", err)
 	}
-	conn := sql.OpenDB(newConnector(db.dsn, db.opts.Timeout, db.pragmas, -1, db.opts.SQLiteVFS))
+	conn := sql.OpenDB(newConnector(db.dsn, db.opts.Timeout, db.opts.Timeout, db.pragmas, -1, db.opts.SQLiteVFS))
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
 		os.Remove(path)

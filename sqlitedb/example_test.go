@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing/fstest"
 	"time"
 
 	"github.com/loremnews/loremnews/sqlitedb"
@@ -178,69 +179,19 @@ func Example_httpHandler() {
 	// POST 503 busy, try again
 }
 
-// migrations are the schema's history: migration i+1 is migrations[i].
-// A migration, once released, is never edited; a change is a new one.
-var migrations = []string{
-	`CREATE TABLE users (
-		id   INTEGER PRIMARY KEY,
-		name TEXT NOT NULL UNIQUE
-	)`,
-	`ALTER TABLE users ADD COLUMN last_seen_at INTEGER`,
-	`CREATE INDEX users_by_last_seen ON users (last_seen_at)`,
+// schema is the schema's history, one file a migration, applied in name
+// order. In a program it is usually the files of a directory embedded
+// with //go:embed migrations/*.sql. A migration, once released, is never
+// edited; a change is a new one.
+var schema = fstest.MapFS{
+	"migrations/0001_users.sql":     {Data: []byte(`CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);`)},
+	"migrations/0002_last_seen.sql": {Data: []byte(`ALTER TABLE users ADD COLUMN last_seen_at INTEGER;`)},
+	"migrations/0003_index.sql":     {Data: []byte(`CREATE INDEX users_by_last_seen ON users (last_seen_at);`)},
 }
 
-// migrate applies, in order, the migrations schema_migrations does not
-// record yet. It is Options.Setup, so it runs once at Open on the write
-// connection, outside any transaction.
-func migrate(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		applied_at INTEGER NOT NULL
-	)`); err != nil {
-		return err
-	}
-	for i, m := range migrations {
-		if err := applyMigration(ctx, conn, i+1, m); err != nil {
-			return fmt.Errorf("migration %d: %w", i+1, err)
-		}
-	}
-	return nil
-}
-
-// applyMigration runs one migration and its record in one transaction, so
-// a failed migration leaves no half-changed schema. BEGIN IMMEDIATE takes
-// the write lock before the check, so when two processes start at once the
-// second waits, then finds the record and skips the migration.
-func applyMigration(ctx context.Context, conn *sql.Conn, version int, stmt string) (err error) {
-	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
-		}
-	}()
-	var applied int
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&applied); err != nil {
-		return err
-	}
-	if applied == 0 {
-		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			return err
-		}
-		if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
-			version, time.Now().Unix()); err != nil {
-			return err
-		}
-		fmt.Println("applied migration", version)
-	}
-	_, err = conn.ExecContext(ctx, `COMMIT`)
-	return err
-}
-
-// Migrations in Setup: each numbered migration runs once, in a transaction
-// of its own with its record in schema_migrations. Opening the database
-// again applies nothing.
+// Migrations in Setup: sqlitedb.Migrate applies each migration once, in a
+// transaction of its own with its record in schema_migrations. Opening the
+// database again applies nothing.
 func Example_migrations() {
 	dir, err := os.MkdirTemp("", "sqlitedb-example")
 	if err != nil {
@@ -251,31 +202,32 @@ func Example_migrations() {
 	ctx := context.Background()
 
 	for _, run := range []string{"first", "second"} {
-		fmt.Println(run, "open:")
-		db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{Setup: migrate})
+		db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{Setup: sqlitedb.Migrate(schema, "migrations/*.sql")})
 		if err != nil {
 			log.Fatal(err)
 		}
-		var version int
+		var applied []string
 		err = db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-			return conn.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&version)
+			rows, err := sqlitedb.Query(ctx, conn, `SELECT version FROM schema_migrations ORDER BY version`)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				applied = append(applied, rows.Text(0))
+			}
+			return nil
 		})
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println("schema version", version)
+		fmt.Println(run, "open:", strings.Join(applied, ", "))
 		if err := db.Close(); err != nil {
 			log.Fatal(err)
 		}
 	}
 	// Output:
-	// first open:
-	// applied migration 1
-	// applied migration 2
-	// applied migration 3
-	// schema version 3
-	// second open:
-	// schema version 3
+	// first open: migrations/0001_users.sql, migrations/0002_last_seen.sql, migrations/0003_index.sql
+	// second open: migrations/0001_users.sql, migrations/0002_last_seen.sql, migrations/0003_index.sql
 }
 
 // An online backup: the copy is one consistent snapshot, taken while
