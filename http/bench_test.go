@@ -13,7 +13,7 @@ import (
 
 // Go benchmarks of the web layer on the full seed (100 users, 1,000 posts),
 // SQLite's default setup, no network: where a benchmarking request's server
-// time goes, next to the data layer's own benchmarks (sqlite/bench_test.go).
+// time goes, next to the data layer's own benchmarks (sqlite/hotpaths_bench_test.go).
 //
 //	go test -run '^$' -bench . -count 6 ./http/ > new.txt
 //	benchstat old.txt new.txt

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/nanotime"
 )
 
 // Benchmark runs the actions of the benchmarking endpoints on a database
@@ -53,7 +54,7 @@ func (db *DB) touchUsers(ctx context.Context, tx pgx.Tx, touched, uncount int64)
 		if uncount != 0 {
 			delta = 1
 		}
-		_, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = $2, posts_count = posts_count - $3 WHERE id = $1`, touched, unixNanos(now), delta)
+		_, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = $2, posts_count = posts_count - $3 WHERE id = $1`, touched, nanotime.Value(now), delta)
 		return err
 	}
 	first, second := touched, uncount
@@ -63,7 +64,7 @@ func (db *DB) touchUsers(ctx context.Context, tx pgx.Tx, touched, uncount int64)
 	for _, id := range []int64{first, second} {
 		var err error
 		if id == touched {
-			_, err = tx.Exec(ctx, `UPDATE users SET last_seen_at = $2 WHERE id = $1`, id, unixNanos(now))
+			_, err = tx.Exec(ctx, `UPDATE users SET last_seen_at = $2 WHERE id = $1`, id, nanotime.Value(now))
 		} else {
 			_, err = tx.Exec(ctx, `UPDATE users SET posts_count = posts_count - 1 WHERE id = $1`, id)
 		}
@@ -103,7 +104,7 @@ func (b *Benchmark) CreatePost(ctx context.Context, in loremnews.PostInput) (*lo
 		if p, err = db.insertPostRow(ctx, tx, userID, in); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE users SET posts_count = posts_count + 1, last_seen_at = $2 WHERE id = $1`, userID, unixNanos(p.CreatedAt))
+		_, err = tx.Exec(ctx, `UPDATE users SET posts_count = posts_count + 1, last_seen_at = $2 WHERE id = $1`, userID, nanotime.Value(p.CreatedAt))
 		return err
 	})
 	if err != nil {

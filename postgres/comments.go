@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/nanotime"
 )
 
 var errCommentNotFound = loremnews.Errorf(loremnews.ENOTFOUND, "Comment not found.")
@@ -37,7 +38,7 @@ func (db *DB) insertComment(ctx context.Context, tx pgx.Tx, postID, userID int64
 	now := db.now()
 	c := &loremnews.Comment{PostID: postID, UserID: userID, Body: in.Body, CreatedAt: now, UpdatedAt: now}
 	err = tx.QueryRow(ctx, `INSERT INTO comments (post_id, user_id, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) RETURNING id`,
-		postID, userID, in.Body, unixNanos(now)).Scan(&c.ID)
+		postID, userID, in.Body, nanotime.Value(now)).Scan(&c.ID)
 	if err != nil {
 		return nil, uniqueError(err)
 	}
@@ -67,7 +68,7 @@ func findComment(ctx context.Context, q querier, id int64) (*loremnews.Comment, 
 	err := q.QueryRow(ctx, `SELECT c.id, c.post_id, c.user_id, c.body, c.created_at, p.title, u.screen_name
 		FROM comments c
 		JOIN posts p ON p.id = c.post_id
-		JOIN users u ON u.id = c.user_id WHERE c.id = $1`, id).Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, timeColumn{&c.CreatedAt}, &title, &author)
+		JOIN users u ON u.id = c.user_id WHERE c.id = $1`, id).Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, nanotime.Into(&c.CreatedAt), &title, &author)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errCommentNotFound
 	} else if err != nil {
@@ -82,7 +83,7 @@ func findComment(ctx context.Context, q querier, id int64) (*loremnews.Comment, 
 func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE comments SET body = $1, updated_at = $2 WHERE id = $3`, in.Body, unixNanos(db.now()), id)
+		tag, err := tx.Exec(ctx, `UPDATE comments SET body = $1, updated_at = $2 WHERE id = $3`, in.Body, nanotime.Value(db.now()), id)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/nanotime"
 )
 
 // ImportDataset replaces every row with ds's (keeping ids) in one
@@ -31,19 +32,19 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 		}{
 			{"users", []string{"id", "screen_name", "password_digest", "about", "last_seen_at", "created_at", "updated_at"},
 				copySource(s.Users, func(u *loremnews.User) []any {
-					return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, unixNanos(u.LastSeenAt), unixNanos(u.CreatedAt), unixNanos(u.UpdatedAt)}
+					return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, nanotime.Value(u.LastSeenAt), nanotime.Value(u.CreatedAt), nanotime.Value(u.UpdatedAt)}
 				})},
 			{"posts", []string{"id", "user_id", "title", "description", "published_at", "created_at", "updated_at"},
 				copySource(s.Posts, func(p *loremnews.Post) []any {
-					return []any{p.ID, p.UserID, p.Title, p.Description, unixNanos(p.PublishedAt), unixNanos(p.CreatedAt), unixNanos(p.UpdatedAt)}
+					return []any{p.ID, p.UserID, p.Title, p.Description, nanotime.Value(p.PublishedAt), nanotime.Value(p.CreatedAt), nanotime.Value(p.UpdatedAt)}
 				})},
 			{"comments", []string{"id", "post_id", "user_id", "body", "created_at", "updated_at"},
 				copySource(s.Comments, func(c *loremnews.Comment) []any {
-					return []any{c.ID, c.PostID, c.UserID, c.Body, unixNanos(c.CreatedAt), unixNanos(c.UpdatedAt)}
+					return []any{c.ID, c.PostID, c.UserID, c.Body, nanotime.Value(c.CreatedAt), nanotime.Value(c.UpdatedAt)}
 				})},
 			{"sessions", []string{"id", "user_id", "token_digest", "user_agent", "ip_address", "created_at", "updated_at"},
 				copySource(s.Sessions, func(s *loremnews.Session) []any {
-					return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(s.CreatedAt), unixNanos(s.UpdatedAt)}
+					return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, nanotime.Value(s.CreatedAt), nanotime.Value(s.UpdatedAt)}
 				})},
 		}
 		for _, c := range copies {
@@ -126,7 +127,7 @@ func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 		rows, _ := tx.Query(ctx, `SELECT id, screen_name, password_digest, about, last_seen_at, posts_count, created_at, updated_at FROM users ORDER BY id`)
 		if ds.Users, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.User, error) {
 			var u loremnews.User
-			err := r.Scan(&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, timeColumn{&u.LastSeenAt}, &u.PostsCount, timeColumn{&u.CreatedAt}, timeColumn{&u.UpdatedAt})
+			err := r.Scan(&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, nanotime.Into(&u.LastSeenAt), &u.PostsCount, nanotime.Into(&u.CreatedAt), nanotime.Into(&u.UpdatedAt))
 			return &u, err
 		}); err != nil {
 			return err
@@ -134,7 +135,7 @@ func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 		rows, _ = tx.Query(ctx, `SELECT id, user_id, title, description, published_at, comments_count, created_at, updated_at FROM posts ORDER BY id`)
 		if ds.Posts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Post, error) {
 			var p loremnews.Post
-			err := r.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, timeColumn{&p.PublishedAt}, &p.CommentsCount, timeColumn{&p.CreatedAt}, timeColumn{&p.UpdatedAt})
+			err := r.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, nanotime.Into(&p.PublishedAt), &p.CommentsCount, nanotime.Into(&p.CreatedAt), nanotime.Into(&p.UpdatedAt))
 			return &p, err
 		}); err != nil {
 			return err
@@ -142,14 +143,14 @@ func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 		rows, _ = tx.Query(ctx, `SELECT id, post_id, user_id, body, created_at, updated_at FROM comments ORDER BY id`)
 		if ds.Comments, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Comment, error) {
 			var c loremnews.Comment
-			return &c, r.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, timeColumn{&c.CreatedAt}, timeColumn{&c.UpdatedAt})
+			return &c, r.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, nanotime.Into(&c.CreatedAt), nanotime.Into(&c.UpdatedAt))
 		}); err != nil {
 			return err
 		}
 		rows, _ = tx.Query(ctx, `SELECT id, user_id, token_digest, user_agent, ip_address, created_at, updated_at FROM sessions ORDER BY id`)
 		ds.Sessions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Session, error) {
 			var s loremnews.Session
-			return &s, r.Scan(&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, timeColumn{&s.CreatedAt}, timeColumn{&s.UpdatedAt})
+			return &s, r.Scan(&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, nanotime.Into(&s.CreatedAt), nanotime.Into(&s.UpdatedAt))
 		})
 		return err
 	})

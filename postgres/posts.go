@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/nanotime"
 )
 
 const (
@@ -20,7 +21,7 @@ var errPostNotFound = loremnews.Errorf(loremnews.ENOTFOUND, "Post not found.")
 func scanPostWithAuthor(row pgx.Row) (*loremnews.Post, error) {
 	var p loremnews.Post
 	var u loremnews.User
-	if err := row.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, timeColumn{&p.PublishedAt}, &p.CommentsCount, timeColumn{&p.CreatedAt}, timeColumn{&p.UpdatedAt},
+	if err := row.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, nanotime.Into(&p.PublishedAt), &p.CommentsCount, nanotime.Into(&p.CreatedAt), nanotime.Into(&p.UpdatedAt),
 		&u.ID, &u.ScreenName); err != nil {
 		return nil, err
 	}
@@ -47,7 +48,7 @@ func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*lo
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Post, error) {
 		p := &loremnews.Post{Author: &loremnews.User{}}
-		return p, r.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, timeColumn{&p.CreatedAt}, &p.Author.ID, &p.Author.ScreenName)
+		return p, r.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, nanotime.Into(&p.CreatedAt), &p.Author.ID, &p.Author.ScreenName)
 	})
 }
 
@@ -81,7 +82,7 @@ func (db *DB) insertPostRow(ctx context.Context, tx pgx.Tx, userID int64, in lor
 	now := db.now()
 	p := &loremnews.Post{UserID: userID, Title: in.Title, Description: in.Description, PublishedAt: now, CreatedAt: now, UpdatedAt: now}
 	err := tx.QueryRow(ctx, `INSERT INTO posts (user_id, title, description, published_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $4, $4) RETURNING id`, userID, in.Title, in.Description, unixNanos(now)).Scan(&p.ID)
+		VALUES ($1, $2, $3, $4, $4, $4) RETURNING id`, userID, in.Title, in.Description, nanotime.Value(now)).Scan(&p.ID)
 	if err != nil {
 		return nil, uniqueError(err)
 	}
@@ -106,7 +107,7 @@ func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) 
 	var p *loremnews.Post
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE posts SET title = $1, description = $2, updated_at = $3 WHERE id = $4`,
-			in.Title, in.Description, unixNanos(db.now()), id)
+			in.Title, in.Description, nanotime.Value(db.now()), id)
 		if err != nil {
 			return uniqueError(err)
 		}
@@ -196,7 +197,7 @@ func postPage(ctx context.Context, q querier, id int64) (*loremnews.Post, []*lor
 	}
 	comments, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Comment, error) {
 		c := &loremnews.Comment{PostID: p.ID, Post: p, Author: &loremnews.User{}}
-		err := r.Scan(&c.ID, &c.UserID, &c.Body, timeColumn{&c.CreatedAt}, &c.Author.ScreenName)
+		err := r.Scan(&c.ID, &c.UserID, &c.Body, nanotime.Into(&c.CreatedAt), &c.Author.ScreenName)
 		c.Author.ID = c.UserID
 		return c, err
 	})

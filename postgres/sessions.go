@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/nanotime"
 )
 
 // CreateSession stores a new signed-in browser and fills in its id and times.
@@ -25,11 +26,11 @@ func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
 // s, fills in its id and times, and marks its user seen now.
 func insertSession(ctx context.Context, tx pgx.Tx, s *loremnews.Session, now time.Time) error {
 	err := tx.QueryRow(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $5) RETURNING id`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(now)).Scan(&s.ID)
+		VALUES ($1, $2, $3, $4, $5, $5) RETURNING id`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, nanotime.Value(now)).Scan(&s.ID)
 	if err != nil {
 		return uniqueError(err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = $1 WHERE id = $2`, unixNanos(now), s.UserID); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = $1 WHERE id = $2`, nanotime.Value(now), s.UserID); err != nil {
 		return err
 	}
 	s.CreatedAt, s.UpdatedAt = now, now
@@ -46,8 +47,8 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
 	err := db.read(ctx, func(q querier) (err error) {
 		u, err = scanUser(q.QueryRow(ctx, `SELECT `+userColumns+`, s.id, s.user_id, s.token_digest, s.user_agent, s.ip_address, s.created_at, s.updated_at
-			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = $1 AND s.updated_at > $2 AND s.created_at > $3`, digest, nanosBound(activeAfter), nanosBound(createdAfter)),
-			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, timeColumn{&s.CreatedAt}, timeColumn{&s.UpdatedAt})
+			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = $1 AND s.updated_at > $2 AND s.created_at > $3`, digest, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter)),
+			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, nanotime.Into(&s.CreatedAt), nanotime.Into(&s.UpdatedAt))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return loremnews.Errorf(loremnews.ENOTFOUND, "Session not found.")
 		}
@@ -63,10 +64,10 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		now := db.now()
-		if _, err := tx.Exec(ctx, `UPDATE sessions SET updated_at = $1 WHERE id = $2`, unixNanos(now), s.ID); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE sessions SET updated_at = $1 WHERE id = $2`, nanotime.Value(now), s.ID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = $1 WHERE id = $2`, unixNanos(now), s.UserID)
+		_, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = $1 WHERE id = $2`, nanotime.Value(now), s.UserID)
 		s.UpdatedAt = now
 		return err
 	})
@@ -82,13 +83,13 @@ func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.S
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
 	err := db.read(ctx, func(q querier) error {
 		rows, err := q.Query(ctx, `SELECT id, user_id, user_agent, ip_address, created_at, updated_at
-			FROM sessions WHERE user_id = $1 AND updated_at > $2 AND created_at > $3 ORDER BY updated_at DESC, id DESC`, userID, nanosBound(activeAfter), nanosBound(createdAfter))
+			FROM sessions WHERE user_id = $1 AND updated_at > $2 AND created_at > $3 ORDER BY updated_at DESC, id DESC`, userID, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter))
 		if err != nil {
 			return err
 		}
 		sessions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Session, error) {
 			var s loremnews.Session
-			return &s, r.Scan(&s.ID, &s.UserID, &s.UserAgent, &s.IPAddress, timeColumn{&s.CreatedAt}, timeColumn{&s.UpdatedAt})
+			return &s, r.Scan(&s.ID, &s.UserID, &s.UserAgent, &s.IPAddress, nanotime.Into(&s.CreatedAt), nanotime.Into(&s.UpdatedAt))
 		})
 		return err
 	})
@@ -121,7 +122,7 @@ func (db *DB) DeleteExpiredSessions(ctx context.Context, limits loremnews.Sessio
 	var n int64
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE updated_at <= $1 OR created_at <= $2`, nanosBound(activeAfter), nanosBound(createdAfter))
+		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE updated_at <= $1 OR created_at <= $2`, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter))
 		n = tag.RowsAffected()
 		return err
 	})

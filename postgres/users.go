@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/nanotime"
 )
 
 // userColumns is the select list scanned by scanUser, prefixed by alias.
@@ -15,7 +16,7 @@ const userColumns = `u.id, u.screen_name, u.password_digest, u.about, u.last_see
 
 func scanUser(row pgx.Row, extra ...any) (*loremnews.User, error) {
 	var u loremnews.User
-	dest := append([]any{&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, timeColumn{&u.LastSeenAt}, &u.PostsCount, timeColumn{&u.CreatedAt}, timeColumn{&u.UpdatedAt}}, extra...)
+	dest := append([]any{&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, nanotime.Into(&u.LastSeenAt), &u.PostsCount, nanotime.Into(&u.CreatedAt), nanotime.Into(&u.UpdatedAt)}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -28,7 +29,7 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
 		now := db.now()
 		u, err = scanUser(tx.QueryRow(ctx, `INSERT INTO users AS u (screen_name, password_digest, created_at, updated_at, last_seen_at)
-			VALUES ($1, $2, $3, $3, $3) RETURNING `+userColumns, screenName, passwordDigest, unixNanos(now)))
+			VALUES ($1, $2, $3, $3, $3) RETURNING `+userColumns, screenName, passwordDigest, nanotime.Value(now)))
 		return uniqueError(err)
 	})
 	if err != nil {
@@ -84,7 +85,7 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 		now := db.now()
 		u, err = scanUser(tx.QueryRow(ctx, `UPDATE users AS u SET screen_name = $1, about = $2,
 			password_digest = CASE WHEN $3 = '' THEN password_digest ELSE $3 END, updated_at = $4
-			WHERE id = $5 RETURNING `+userColumns, c.ScreenName, c.About, c.PasswordDigest, unixNanos(now), id))
+			WHERE id = $5 RETURNING `+userColumns, c.ScreenName, c.About, c.PasswordDigest, nanotime.Value(now), id))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errUserNotFound
 		} else if err != nil {
@@ -230,7 +231,7 @@ func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, befo
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Post, error) {
 		p := &loremnews.Post{Author: author}
-		return p, r.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, timeColumn{&p.CreatedAt})
+		return p, r.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, nanotime.Into(&p.CreatedAt))
 	})
 }
 
@@ -243,7 +244,7 @@ func queryUserComments(ctx context.Context, q querier, author *loremnews.User, b
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Comment, error) {
 		c := &loremnews.Comment{UserID: author.ID, Author: author, Post: &loremnews.Post{}}
-		err := r.Scan(&c.ID, &c.PostID, &c.Body, timeColumn{&c.CreatedAt}, &c.Post.Title)
+		err := r.Scan(&c.ID, &c.PostID, &c.Body, nanotime.Into(&c.CreatedAt), &c.Post.Title)
 		c.Post.ID = c.PostID
 		return c, err
 	})

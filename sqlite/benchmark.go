@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/nanotime"
 	"github.com/loremnews/loremnews/sqlitedb"
 )
 
@@ -55,7 +56,7 @@ func (db *DB) touchRandomUser(ctx context.Context, tx *sql.Conn) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
-	_, err = sqlitedb.Exec(ctx, tx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(db.now()), id)
+	_, err = sqlitedb.Exec(ctx, tx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, nanotime.Value(db.now()), id)
 	return id, err
 }
 
@@ -67,7 +68,7 @@ func touchOneRandomUser(ctx context.Context, tx *sql.Conn, now time.Time) (int64
 			(SELECT id FROM users WHERE id >= (SELECT min(id) FROM users) + ?2 % ((SELECT max(id) FROM users) - (SELECT min(id) FROM users) + 1)
 				ORDER BY id LIMIT 1),
 			(SELECT min(id) FROM users))
-		RETURNING id`, unixNanos(now), rand.Int64()).Scan(&id)
+		RETURNING id`, nanotime.Value(now), rand.Int64()).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, loremnews.Errorf(loremnews.ENOTFOUND, "There are no users to pick from.")
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/nanotime"
 	"github.com/loremnews/loremnews/sqlitedb"
 	"github.com/mattn/go-sqlite3"
 )
@@ -31,7 +32,7 @@ func queryComments(ctx context.Context, q *sql.Conn, tail string, args ...any) (
 			title  string
 			author string
 		)
-		if err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, timeColumn{&c.CreatedAt}, &title, &author); err != nil {
+		if err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, nanotime.Into(&c.CreatedAt), &title, &author); err != nil {
 			return nil, err
 		}
 		c.Post = &loremnews.Post{ID: c.PostID, Title: title}
@@ -64,7 +65,7 @@ func (db *DB) insertComment(ctx context.Context, tx *sql.Conn, postID, userID in
 	}
 	now := db.now()
 	res, err = sqlitedb.Exec(ctx, tx, `INSERT INTO comments (post_id, user_id, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
-		postID, userID, in.Body, unixNanos(now), unixNanos(now))
+		postID, userID, in.Body, nanotime.Value(now), nanotime.Value(now))
 	if isForeignKeyViolation(err) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 	} else if err != nil {
@@ -106,7 +107,7 @@ func findComment(ctx context.Context, q *sql.Conn, id int64) (*loremnews.Comment
 func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		res, err := sqlitedb.Exec(ctx, tx, `UPDATE comments SET body = ?, updated_at = ? WHERE id = ?`, in.Body, unixNanos(db.now()), id)
+		res, err := sqlitedb.Exec(ctx, tx, `UPDATE comments SET body = ?, updated_at = ? WHERE id = ?`, in.Body, nanotime.Value(db.now()), id)
 		if err != nil {
 			return err
 		}

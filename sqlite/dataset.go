@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/nanotime"
 	"github.com/loremnews/loremnews/sqlitedb"
 )
 
@@ -40,25 +41,25 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 		}
 		if err := insertEach(ctx, caller, tx, `INSERT INTO users (id, screen_name, password_digest, about, last_seen_at, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Users, func(u *loremnews.User) []any {
-			return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, unixNanos(u.LastSeenAt), unixNanos(u.CreatedAt), unixNanos(u.UpdatedAt)}
+			return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, nanotime.Value(u.LastSeenAt), nanotime.Value(u.CreatedAt), nanotime.Value(u.UpdatedAt)}
 		}); err != nil {
 			return fmt.Errorf("users: %w", err)
 		}
 		if err := insertEach(ctx, caller, tx, `INSERT INTO posts (id, user_id, title, description, published_at, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Posts, func(p *loremnews.Post) []any {
-			return []any{p.ID, p.UserID, p.Title, p.Description, unixNanos(p.PublishedAt), unixNanos(p.CreatedAt), unixNanos(p.UpdatedAt)}
+			return []any{p.ID, p.UserID, p.Title, p.Description, nanotime.Value(p.PublishedAt), nanotime.Value(p.CreatedAt), nanotime.Value(p.UpdatedAt)}
 		}); err != nil {
 			return fmt.Errorf("posts: %w", err)
 		}
 		if err := insertEach(ctx, caller, tx, `INSERT INTO comments (id, post_id, user_id, body, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?)`, s.Comments, func(c *loremnews.Comment) []any {
-			return []any{c.ID, c.PostID, c.UserID, c.Body, unixNanos(c.CreatedAt), unixNanos(c.UpdatedAt)}
+			return []any{c.ID, c.PostID, c.UserID, c.Body, nanotime.Value(c.CreatedAt), nanotime.Value(c.UpdatedAt)}
 		}); err != nil {
 			return fmt.Errorf("comments: %w", err)
 		}
 		if err := insertEach(ctx, caller, tx, `INSERT INTO sessions (id, user_id, token_digest, user_agent, ip_address, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Sessions, func(s *loremnews.Session) []any {
-			return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(s.CreatedAt), unixNanos(s.UpdatedAt)}
+			return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, nanotime.Value(s.CreatedAt), nanotime.Value(s.UpdatedAt)}
 		}); err != nil {
 			return fmt.Errorf("sessions: %w", err)
 		}
@@ -187,8 +188,8 @@ func exportRows(ctx context.Context, tx *sql.Conn, ds *loremnews.Dataset) error 
 	err := scanAll(ctx, tx, `SELECT id, screen_name, password_digest, about, last_seen_at, posts_count, created_at, updated_at FROM users ORDER BY id`,
 		func(rows *sql.Rows) error {
 			var u loremnews.User
-			err := rows.Scan(&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, timeColumn{&u.LastSeenAt}, &u.PostsCount,
-				timeColumn{&u.CreatedAt}, timeColumn{&u.UpdatedAt})
+			err := rows.Scan(&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, nanotime.Into(&u.LastSeenAt), &u.PostsCount,
+				nanotime.Into(&u.CreatedAt), nanotime.Into(&u.UpdatedAt))
 			ds.Users = append(ds.Users, &u)
 			return err
 		})
@@ -196,8 +197,8 @@ func exportRows(ctx context.Context, tx *sql.Conn, ds *loremnews.Dataset) error 
 		err = scanAll(ctx, tx, `SELECT id, user_id, title, description, published_at, comments_count, created_at, updated_at FROM posts ORDER BY id`,
 			func(rows *sql.Rows) error {
 				var p loremnews.Post
-				err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, timeColumn{&p.PublishedAt}, &p.CommentsCount,
-					timeColumn{&p.CreatedAt}, timeColumn{&p.UpdatedAt})
+				err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, nanotime.Into(&p.PublishedAt), &p.CommentsCount,
+					nanotime.Into(&p.CreatedAt), nanotime.Into(&p.UpdatedAt))
 				ds.Posts = append(ds.Posts, &p)
 				return err
 			})
@@ -206,7 +207,7 @@ func exportRows(ctx context.Context, tx *sql.Conn, ds *loremnews.Dataset) error 
 		err = scanAll(ctx, tx, `SELECT id, post_id, user_id, body, created_at, updated_at FROM comments ORDER BY id`,
 			func(rows *sql.Rows) error {
 				var c loremnews.Comment
-				err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, timeColumn{&c.CreatedAt}, timeColumn{&c.UpdatedAt})
+				err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, nanotime.Into(&c.CreatedAt), nanotime.Into(&c.UpdatedAt))
 				ds.Comments = append(ds.Comments, &c)
 				return err
 			})
@@ -215,7 +216,7 @@ func exportRows(ctx context.Context, tx *sql.Conn, ds *loremnews.Dataset) error 
 		err = scanAll(ctx, tx, `SELECT id, user_id, token_digest, user_agent, ip_address, created_at, updated_at FROM sessions ORDER BY id`,
 			func(rows *sql.Rows) error {
 				var s loremnews.Session
-				err := rows.Scan(&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, timeColumn{&s.CreatedAt}, timeColumn{&s.UpdatedAt})
+				err := rows.Scan(&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, nanotime.Into(&s.CreatedAt), nanotime.Into(&s.UpdatedAt))
 				ds.Sessions = append(ds.Sessions, &s)
 				return err
 			})

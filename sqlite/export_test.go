@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/nanotime"
 )
 
 // Test-only access to internals, for package sqlite_test.
@@ -163,7 +164,7 @@ func (db *DB) ListingThroughSQL(ctx context.Context, conn *sql.Conn, beforeID in
 	var posts []*loremnews.Post
 	for rows.Next() {
 		p := &loremnews.Post{Author: &loremnews.User{}}
-		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, timeColumn{&p.CreatedAt}, &p.Author.ID, &p.Author.ScreenName); err != nil {
+		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, nanotime.Into(&p.CreatedAt), &p.Author.ID, &p.Author.ScreenName); err != nil {
 			return nil, err
 		}
 		posts = append(posts, p)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/nanotime"
 	"github.com/loremnews/loremnews/sqlitedb"
 )
 
@@ -20,8 +21,8 @@ const (
 
 func scanPost(s scanner, extra ...any) (*loremnews.Post, error) {
 	var p loremnews.Post
-	dest := append([]any{&p.ID, &p.UserID, &p.Title, &p.Description, timeColumn{&p.PublishedAt}, &p.CommentsCount,
-		timeColumn{&p.CreatedAt}, timeColumn{&p.UpdatedAt}}, extra...)
+	dest := append([]any{&p.ID, &p.UserID, &p.Title, &p.Description, nanotime.Into(&p.PublishedAt), &p.CommentsCount,
+		nanotime.Into(&p.CreatedAt), nanotime.Into(&p.UpdatedAt)}, extra...)
 	if err := s.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func queryPosts(ctx context.Context, q *sql.Conn, tail string, args ...any) ([]*
 		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &created, &p.Author.ID, &p.Author.ScreenName); err != nil {
 			return nil, err
 		}
-		p.CreatedAt = timeOf(created)
+		p.CreatedAt = nanotime.Time(created)
 		posts = append(posts, p)
 	}
 	return posts, rows.Err()
@@ -92,7 +93,7 @@ func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInp
 func (db *DB) insertPost(ctx context.Context, tx *sql.Conn, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	now := db.now()
 	res, err := sqlitedb.Exec(ctx, tx, `INSERT INTO posts (user_id, title, description, published_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, userID, in.Title, in.Description, unixNanos(now), unixNanos(now), unixNanos(now))
+		VALUES (?, ?, ?, ?, ?, ?)`, userID, in.Title, in.Description, nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
 	if isUniqueViolation(err) {
 		return nil, errTitleTaken
 	} else if isForeignKeyViolation(err) {
@@ -129,7 +130,7 @@ func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) 
 	var p *loremnews.Post
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		res, err := sqlitedb.Exec(ctx, tx, `UPDATE posts SET title = ?, description = ?, updated_at = ? WHERE id = ?`,
-			in.Title, in.Description, unixNanos(db.now()), id)
+			in.Title, in.Description, nanotime.Value(db.now()), id)
 		if isUniqueViolation(err) {
 			return errTitleTaken
 		} else if err != nil {
@@ -244,7 +245,7 @@ func queryPostComments(ctx context.Context, q *sql.Conn, p *loremnews.Post) ([]*
 		if err := rows.Scan(&c.ID, &c.UserID, &c.Body, &created, &c.Author.ScreenName); err != nil {
 			return nil, err
 		}
-		c.CreatedAt = timeOf(created)
+		c.CreatedAt = nanotime.Time(created)
 		c.Author.ID = c.UserID
 		comments = append(comments, c)
 	}

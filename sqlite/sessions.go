@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/nanotime"
 	"github.com/loremnews/loremnews/sqlitedb"
 )
 
@@ -26,13 +27,13 @@ func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
 // s, fills in its id and times, and marks its user seen now.
 func insertSession(ctx context.Context, tx *sql.Conn, s *loremnews.Session, now time.Time) error {
 	res, err := sqlitedb.Exec(ctx, tx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, unixNanos(now), unixNanos(now))
+		VALUES (?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, nanotime.Value(now), nanotime.Value(now))
 	if isForeignKeyViolation(err) {
 		return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 	} else if err != nil {
 		return err
 	}
-	if _, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(now), s.UserID); err != nil {
+	if _, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, nanotime.Value(now), s.UserID); err != nil {
 		return err
 	}
 	s.ID, err = res.LastInsertId()
@@ -50,8 +51,8 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
 	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
 		u, err = scanUser(sqlitedb.QueryRow(ctx, q, `SELECT `+userColumns+`, s.id, s.user_id, s.token_digest, s.user_agent, s.ip_address, s.created_at, s.updated_at
-			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = ? AND s.updated_at > ? AND s.created_at > ?`, digest, nanosBound(activeAfter), nanosBound(createdAfter)),
-			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, timeColumn{&s.CreatedAt}, timeColumn{&s.UpdatedAt})
+			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = ? AND s.updated_at > ? AND s.created_at > ?`, digest, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter)),
+			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, nanotime.Into(&s.CreatedAt), nanotime.Into(&s.UpdatedAt))
 		if errors.Is(err, sql.ErrNoRows) {
 			return loremnews.Errorf(loremnews.ENOTFOUND, "Session not found.")
 		}
@@ -67,10 +68,10 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		now := db.now()
-		if _, err := sqlitedb.Exec(ctx, tx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, unixNanos(now), s.ID); err != nil {
+		if _, err := sqlitedb.Exec(ctx, tx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, nanotime.Value(now), s.ID); err != nil {
 			return err
 		}
-		_, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, unixNanos(now), s.UserID)
+		_, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, nanotime.Value(now), s.UserID)
 		s.UpdatedAt = now
 		return err
 	})
@@ -86,14 +87,14 @@ func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.S
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
 	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
 		rows, err := q.QueryContext(ctx, `SELECT id, user_id, user_agent, ip_address, created_at, updated_at
-			FROM sessions WHERE user_id = ? AND updated_at > ? AND created_at > ? ORDER BY updated_at DESC, id DESC`, userID, nanosBound(activeAfter), nanosBound(createdAfter))
+			FROM sessions WHERE user_id = ? AND updated_at > ? AND created_at > ? ORDER BY updated_at DESC, id DESC`, userID, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var s loremnews.Session
-			if err := rows.Scan(&s.ID, &s.UserID, &s.UserAgent, &s.IPAddress, timeColumn{&s.CreatedAt}, timeColumn{&s.UpdatedAt}); err != nil {
+			if err := rows.Scan(&s.ID, &s.UserID, &s.UserAgent, &s.IPAddress, nanotime.Into(&s.CreatedAt), nanotime.Into(&s.UpdatedAt)); err != nil {
 				return err
 			}
 			sessions = append(sessions, &s)
@@ -129,7 +130,7 @@ func (db *DB) DeleteExpiredSessions(ctx context.Context, limits loremnews.Sessio
 	var n int64
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		res, err := sqlitedb.Exec(ctx, tx, `DELETE FROM sessions WHERE updated_at <= ? OR created_at <= ?`, nanosBound(activeAfter), nanosBound(createdAfter))
+		res, err := sqlitedb.Exec(ctx, tx, `DELETE FROM sessions WHERE updated_at <= ? OR created_at <= ?`, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter))
 		if err != nil {
 			return err
 		}

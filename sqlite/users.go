@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/internal/nanotime"
 	"github.com/loremnews/loremnews/sqlitedb"
 )
 
@@ -18,8 +19,8 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanUser(s scanner, extra ...any) (*loremnews.User, error) {
 	var u loremnews.User
-	dest := append([]any{&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, timeColumn{&u.LastSeenAt}, &u.PostsCount,
-		timeColumn{&u.CreatedAt}, timeColumn{&u.UpdatedAt}}, extra...)
+	dest := append([]any{&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, nanotime.Into(&u.LastSeenAt), &u.PostsCount,
+		nanotime.Into(&u.CreatedAt), nanotime.Into(&u.UpdatedAt)}, extra...)
 	if err := s.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -32,7 +33,7 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
 		now := db.now()
 		res, err := sqlitedb.Exec(ctx, tx, `INSERT INTO users (screen_name, password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
-			screenName, passwordDigest, unixNanos(now), unixNanos(now), unixNanos(now))
+			screenName, passwordDigest, nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
 		if isUniqueViolation(err) {
 			return errScreenNameTaken
 		} else if err != nil {
@@ -98,7 +99,7 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 		now := db.now()
 		res, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET screen_name = ?, about = ?,
 			password_digest = CASE WHEN ? = '' THEN password_digest ELSE ? END, updated_at = ? WHERE id = ?`,
-			c.ScreenName, c.About, c.PasswordDigest, c.PasswordDigest, unixNanos(now), id)
+			c.ScreenName, c.About, c.PasswordDigest, c.PasswordDigest, nanotime.Value(now), id)
 		if isUniqueViolation(err) {
 			return errScreenNameTaken
 		} else if err != nil {
@@ -267,7 +268,7 @@ func queryUserPosts(ctx context.Context, q *sql.Conn, author *loremnews.User, be
 		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &created); err != nil {
 			return nil, err
 		}
-		p.CreatedAt = timeOf(created)
+		p.CreatedAt = nanotime.Time(created)
 		posts = append(posts, p)
 	}
 	return posts, rows.Err()
@@ -288,7 +289,7 @@ func queryUserComments(ctx context.Context, q *sql.Conn, author *loremnews.User,
 		if err := rows.Scan(&c.ID, &c.PostID, &c.Body, &created, &c.Post.Title); err != nil {
 			return nil, err
 		}
-		c.CreatedAt = timeOf(created)
+		c.CreatedAt = nanotime.Time(created)
 		c.Post.ID = c.PostID
 		comments = append(comments, c)
 	}
