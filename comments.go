@@ -29,5 +29,5 @@ func (in *CommentInput) Normalize() { in.Body = strings.TrimSpace(in.Body) }
 
 // Validate reports the first rule the input breaks as an EINVALID error.
 func (in CommentInput) Validate() error {
-	return validText("Comment", in.Body, MinBodyLen, MaxBodyLen)
+	return textField{name: "Comment", multiline: true, min: MinBodyLen, max: MaxBodyLen}.check(in.Body)
 }

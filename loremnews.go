@@ -26,32 +26,41 @@ const (
 	MaxPasswordLen    = 72 // bcrypt ignores bytes beyond 72; refuse rather than truncate silently
 )
 
-// validText checks a one-line field (or, with field "Comment", a comment's
-// body) against the rules every text input shares, so each form reports
-// them in the same words: valid UTF-8, no control characters, for one-line
-// fields no invisible characters and no stacked marks, and the length
-// limits, counted in characters.
-func validText(field, s string, minLen, maxLen int) error {
+// textField is a text input's rules. Every text input shares these, so
+// each form reports them in the same words: valid UTF-8, no control
+// characters, for one-line fields no invisible characters and no stacked
+// marks, and the length limits, counted in characters.
+type textField struct {
+	name      string // as the messages name it
+	multiline bool   // free text: newlines and tabs allowed, invisible characters and marks not checked
+	optional  bool   // may be empty
+	min, max  int    // length limits, in characters
+}
+
+// check answers the first rule s breaks, as an EINVALID error, or nil.
+func (f textField) check(s string) error {
 	if !utf8.ValidString(s) {
-		return Errorf(EINVALID, "%s is not valid UTF-8 text.", field)
+		return Errorf(EINVALID, "%s is not valid UTF-8 text.", f.name)
 	}
-	if hasControl(s, field == "Comment") {
-		return Errorf(EINVALID, "%s contains control characters.", field)
+	if hasControl(s, f.multiline) {
+		return Errorf(EINVALID, "%s contains control characters.", f.name)
 	}
-	if field != "Comment" && hasInvisible(s) {
-		return Errorf(EINVALID, "%s contains invisible or text-direction characters.", field)
+	if !f.multiline && hasInvisible(s) {
+		return Errorf(EINVALID, "%s contains invisible or text-direction characters.", f.name)
 	}
-	if field != "Comment" && stacksMarks(s) {
-		return Errorf(EINVALID, "%s stacks too many accents or marks on one character (at most %d).", field, MaxCombiningMarks)
+	if !f.multiline && stacksMarks(s) {
+		return Errorf(EINVALID, "%s stacks too many accents or marks on one character (at most %d).", f.name, MaxCombiningMarks)
 	}
 	n := utf8.RuneCountInString(s)
 	switch {
+	case n == 0 && f.optional:
+		return nil
 	case n == 0:
-		return Errorf(EINVALID, "%s can't be blank.", field)
-	case n < minLen:
-		return Errorf(EINVALID, "%s is too short (minimum is %d characters).", field, minLen)
-	case n > maxLen:
-		return Errorf(EINVALID, "%s is too long (maximum is %d characters).", field, maxLen)
+		return Errorf(EINVALID, "%s can't be blank.", f.name)
+	case n < f.min:
+		return Errorf(EINVALID, "%s is too short (minimum is %d characters).", f.name, f.min)
+	case n > f.max:
+		return Errorf(EINVALID, "%s is too long (maximum is %d characters).", f.name, f.max)
 	}
 	return nil
 }

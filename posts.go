@@ -3,7 +3,6 @@ package loremnews
 import (
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -51,18 +50,11 @@ func (in PostInput) Validate() error {
 
 // ValidateTitle checks a post's title alone, so a form can report it
 // beside the title field along with any other field's problem.
-func ValidateTitle(title string) error { return validText("Title", title, MinTitleLen, MaxTitleLen) }
+func ValidateTitle(title string) error {
+	return textField{name: "Title", min: MinTitleLen, max: MaxTitleLen}.check(title)
+}
 
 // ValidateDescription checks a post's description alone.
 func ValidateDescription(d string) error {
-	if !utf8.ValidString(d) {
-		return Errorf(EINVALID, "Description is not valid UTF-8 text.")
-	}
-	if hasControl(d, true) {
-		return Errorf(EINVALID, "Description contains control characters.")
-	}
-	if utf8.RuneCountInString(d) > MaxDescriptionLen {
-		return Errorf(EINVALID, "Description is too long (maximum is %d characters).", MaxDescriptionLen)
-	}
-	return nil
+	return textField{name: "Description", multiline: true, optional: true, max: MaxDescriptionLen}.check(d)
 }

@@ -80,7 +80,7 @@ func (in ProfileInput) Validate() error {
 // ValidateScreenName allows letters, digits, '_', '-' and '.', so a screen
 // name is always safe in a URL, a log line and a page title.
 func ValidateScreenName(name string) error {
-	if err := validText("Screen name", name, MinScreenNameLen, MaxScreenNameLen); err != nil {
+	if err := (textField{name: "Screen name", min: MinScreenNameLen, max: MaxScreenNameLen}).check(name); err != nil {
 		return err
 	}
 	for _, r := range name {
