@@ -172,6 +172,18 @@ func testDeviceCookieBelongsToTheAccount(t *testing.T, be backend) {
 		lockAccount(t, site, users[2].ScreenName, 3)
 		wantStatus(t, laptop.post("/signin", url.Values{"screen_name": {users[2].ScreenName}, "password": {"a new password"}}), http.StatusTooManyRequests)
 	})
+	t.Run("SavingTheProfileKeepsThisBrowserKnown", func(t *testing.T) {
+		// An About-only save, then a rename, from the browser: its device
+		// cookie must still match the account's unchanged password.
+		laptop := newBrowser("198.51.100.6")
+		laptop.signIn(4)
+		path := fmt.Sprintf("/users/%d", users[4].ID)
+		wantRedirect(t, laptop.post(path, url.Values{"screen_name": {users[4].ScreenName}, "about": {"Only the about text changes."}}), path)
+		wantRedirect(t, laptop.post(path, url.Values{"screen_name": {"renamed_4"}, "about": {""}, "current_password": {seed.Password}}), path)
+		wantRedirect(t, laptop.post("/signout", nil), "/")
+		lockAccount(t, site, "renamed_4", 3)
+		wantRedirect(t, laptop.post("/signin", url.Values{"screen_name": {"renamed_4"}, "password": {seed.Password}}), "/")
+	})
 	t.Run("ChangingThePasswordHereKeepsThisBrowserKnown", func(t *testing.T) {
 		laptop := newBrowser("198.51.100.5")
 		laptop.signIn(3)

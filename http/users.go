@@ -216,7 +216,10 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 		if _, err = h.store.UpdateProfile(r.Context(), me.ID, change); err == nil && token != "" {
 			h.setSessionCookie(w, token)
 		}
-		if err == nil {
+		if err == nil && digest != nil {
+			// The device cookie is bound to the password: a new one keeps
+			// this browser known. Without a new password the cookie this
+			// browser holds stays valid as it is.
 			me.PasswordDigest = string(digest)
 			h.setDeviceCookie(w, me)
 		}
