@@ -66,20 +66,9 @@ func unixNanosOfText(v any) (any, error) {
 // Migrations lists the applied migrations, oldest first.
 func (db *DB) Migrations(ctx context.Context) ([]string, error) {
 	var names []string
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
-		rows, err := q.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var v string
-			if err := rows.Scan(&v); err != nil {
-				return err
-			}
-			names = append(names, v)
-		}
-		return rows.Err()
+	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
+		names, err = sqlitedb.AppliedMigrations(ctx, q)
+		return err
 	})
 	return names, err
 }

@@ -207,15 +207,9 @@ func Example_migrations() {
 			log.Fatal(err)
 		}
 		var applied []string
-		err = db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-			rows, err := sqlitedb.Query(ctx, conn, `SELECT version FROM schema_migrations ORDER BY version`)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				applied = append(applied, rows.Text(0))
-			}
-			return nil
+		err = db.Read(ctx, func(ctx context.Context, conn *sql.Conn) (err error) {
+			applied, err = sqlitedb.AppliedMigrations(ctx, conn)
+			return err
 		})
 		if err != nil {
 			log.Fatal(err)

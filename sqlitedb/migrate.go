@@ -128,3 +128,17 @@ func migrationRecorded(ctx context.Context, conn *sql.Conn, name string) (bool, 
 	err := conn.QueryRowContext(ctx, `SELECT count(*) FROM `+MigrationsTable+` WHERE version = ?`, name).Scan(&n)
 	return n > 0, err
 }
+
+// AppliedMigrations lists the migrations MigrationsTable records, in path
+// order (the order Migrate applied them), on conn (inside Read or Write).
+func AppliedMigrations(ctx context.Context, conn *sql.Conn) ([]string, error) {
+	rows, err := Query(ctx, conn, `SELECT version FROM `+MigrationsTable+` ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for rows.Next() {
+		names = append(names, rows.Text(0))
+	}
+	return names, nil
+}

@@ -34,20 +34,9 @@ func openMigrated(t *testing.T, path string, fsys fstest.MapFS) (*sqlitedb.DB, e
 func versions(t *testing.T, db *sqlitedb.DB) []string {
 	t.Helper()
 	var got []string
-	err := db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
-		rows, err := conn.QueryContext(ctx, `SELECT version FROM `+sqlitedb.MigrationsTable+` ORDER BY version`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var v string
-			if err := rows.Scan(&v); err != nil {
-				return err
-			}
-			got = append(got, v)
-		}
-		return rows.Err()
+	err := db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) (err error) {
+		got, err = sqlitedb.AppliedMigrations(ctx, conn)
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
