@@ -30,6 +30,8 @@ func TestValidation(t *testing.T) {
 		"comment ok":         {loremnews.CommentInput{Body: "abcde"}.Validate(), ""},
 		"signup ok":          {loremnews.SignUpInput{ScreenName: "ann_1.x", Password: "12345678"}.Validate(), ""},
 		"signup short pw":    {loremnews.SignUpInput{ScreenName: "ann", Password: "1234567"}.Validate(), "Password is too short"},
+		"signup pw chars":    {loremnews.SignUpInput{ScreenName: "ann", Password: "€€€"}.Validate(), "Password is too short (minimum is 8 characters)."},
+		"signup pw 8 chars":  {loremnews.SignUpInput{ScreenName: "ann", Password: "€€€€€€€€"}.Validate(), ""},
 		"signup long pw":     {loremnews.SignUpInput{ScreenName: "ann", Password: strings.Repeat("p", 73)}.Validate(), "Password is too long"},
 		"signup space":       {loremnews.SignUpInput{ScreenName: "a b", Password: "12345678"}.Validate(), "may only contain"},
 		"signup html":        {loremnews.SignUpInput{ScreenName: "<b>", Password: "12345678"}.Validate(), "may only contain"},

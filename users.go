@@ -93,7 +93,7 @@ func ValidateScreenName(name string) error {
 
 // ValidatePassword enforces the length rules bcrypt needs.
 func ValidatePassword(pw string) error {
-	if len(pw) < MinPasswordLen {
+	if utf8.RuneCountInString(pw) < MinPasswordLen { // characters, as the message says: "€€€" is 9 bytes but 3 characters
 		return Errorf(EINVALID, "Password is too short (minimum is %d characters).", MinPasswordLen)
 	}
 	if len(pw) > MaxPasswordLen {
