@@ -309,7 +309,9 @@ func testContentLimitsPerAccount(t *testing.T, be backend) {
 func TestSessionsPerAccountCapped(t *testing.T) { forEachBackend(t, testSessionsPerAccountCapped) }
 
 func testSessionsPerAccountCapped(t *testing.T, be backend) {
-	site := newTestSite(t, be, siteOptions{})
+	// 51 sign-ins to one account from new browsers: more password checks
+	// than the default allows in a window.
+	site := newTestSite(t, be, siteOptions{handler: lnhttp.Config{PasswordChecksPerAccount: 100}})
 	var browsers []*browser
 	for range 51 {
 		b := site.browser()
@@ -326,4 +328,47 @@ func testSessionsPerAccountCapped(t *testing.T, be backend) {
 			t.Fatal("a browser other than the first was signed out")
 		}
 	}
+}
+
+// TestPasswordChecksAreLimited: every password check costs bcrypt's CPU,
+// so checks are counted whatever their outcome: correct sign-ins to one
+// account from browsers it does not know stop at the account's limit
+// (while a browser it knows still signs in), and sign-ins from one
+// address, to any accounts, stop at the address's.
+func TestPasswordChecksAreLimited(t *testing.T) { forEachBackend(t, testPasswordChecksAreLimited) }
+
+func testPasswordChecksAreLimited(t *testing.T, be backend) {
+	site := proxiedSite(t, be, lnhttp.Config{PasswordChecksPerAccount: 5, PasswordChecksPerIP: 8})
+	users := site.ds.Users
+	owner := site.browser()
+	owner.forwardedFor = "198.51.100.200"
+	wantRedirect(t, owner.post("/signin", url.Values{"screen_name": {users[0].ScreenName}, "password": {seed.Password}}), "/")
+	wantRedirect(t, owner.post("/signout", nil), "/")
+	counts := map[int]int{}
+	var refused *response
+	for i := range 10 {
+		b := site.browser()
+		b.forwardedFor = fmt.Sprintf("203.0.113.%d", i+1)
+		r := b.post("/signin", url.Values{"screen_name": {users[0].ScreenName}, "password": {seed.Password}})
+		counts[r.status]++
+		if r.status == http.StatusTooManyRequests {
+			refused = r
+		}
+	}
+	if counts[http.StatusSeeOther] != 4 || counts[http.StatusTooManyRequests] != 6 {
+		t.Fatalf("statuses %v: want 4 correct sign-ins from new browsers (the owner's was the 5th check) and 6 refused", counts)
+	}
+	wantBody(t, refused, "Too many sign-ins to this account from browsers it has not signed in with.")
+	// The owner's browser is known to the account: not held back.
+	wantRedirect(t, owner.post("/signin", url.Values{"screen_name": {users[0].ScreenName}, "password": {seed.Password}}), "/")
+
+	// One address, many accounts.
+	b := site.browser()
+	b.forwardedFor = "192.0.2.77"
+	for i := range 8 {
+		wantRedirect(t, b.post("/signin", url.Values{"screen_name": {users[i+1].ScreenName}, "password": {seed.Password}}), "/")
+	}
+	r := b.post("/signin", url.Values{"screen_name": {users[9].ScreenName}, "password": {seed.Password}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	wantBody(t, r, "Too many sign-ins from your address.")
 }

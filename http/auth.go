@@ -98,6 +98,11 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	if !known {
 		rs = append(rs, reservation{h.accountFailures, keyOf("account", account)})
 	}
+	// The password check is counted, whatever its outcome.
+	if refusedBy, wait := h.reserveCheck(account, addr, known); refusedBy != nil {
+		h.renderError(w, r, h.tooMany(w, refusedBy, wait, known))
+		return
+	}
 	// The attempt is counted before the password is checked, so requests
 	// sent at once cannot all be judged; a successful one is given back.
 	release, refusedBy, wait := reserveAll(rs...)
@@ -209,6 +214,10 @@ func (h *Handler) tooMany(w http.ResponseWriter, refusedBy *attemptLimiter, wait
 		if !knownDevice {
 			msg = fmt.Sprintf("Too many failed sign-ins to this account from browsers it has not signed in with. Try again in %d minutes, or from a browser you have signed in with before.", minutes)
 		}
+	case h.addrChecks:
+		msg = fmt.Sprintf("Too many sign-ins from your address. Try again in %d minutes.", minutes)
+	case h.accountChecks:
+		msg = fmt.Sprintf("Too many sign-ins to this account from browsers it has not signed in with. Try again in %d minutes, or from a browser you have signed in with before.", minutes)
 	case h.addrSignUps:
 		msg = fmt.Sprintf("Too many sign-ups from your address. Try again in %d minutes.", minutes)
 	case h.accountPosts:
@@ -240,6 +249,19 @@ func (h *Handler) reserveWrite(w http.ResponseWriter, r *http.Request, l *attemp
 	return release, nil
 }
 
+// reserveCheck counts one password check (a bcrypt comparison) against
+// the address's limit and, from a browser the account does not know, the
+// account's, whatever the check's outcome: it is never given back. It
+// answers the limiter that refused, if one did.
+func (h *Handler) reserveCheck(account, addr string, knownDevice bool) (refusedBy *attemptLimiter, wait time.Duration) {
+	rs := []reservation{{h.addrChecks, keyOf("checks-address", addr)}}
+	if !knownDevice {
+		rs = append(rs, reservation{h.accountChecks, keyOf("checks-account", account)})
+	}
+	_, refusedBy, wait = reserveAll(rs...)
+	return refusedBy, wait
+}
+
 // checkPassword confirms that password is u's, for changes that need it
 // (a new password or screen name, deleting the account). Wrong guesses
 // count against the same limits as failed sign-ins, the account-wide one
@@ -250,6 +272,9 @@ func (h *Handler) checkPassword(w http.ResponseWriter, r *http.Request, u *lorem
 		return loremnews.Errorf(loremnews.EINVALID, "Enter your current password.")
 	}
 	addr := addrGroup(h.clientAddr(r))
+	if refusedBy, wait := h.reserveCheck(accountKey(u.ScreenName), addr, h.knownDevice(r, u)); refusedBy != nil {
+		return h.tooMany(w, refusedBy, wait, true)
+	}
 	release, refusedBy, wait := reserveAll(
 		reservation{h.accountAddrFailures, keyOf("account+address", accountKey(u.ScreenName), addr)},
 		reservation{h.addrFailures, keyOf("address", addr)},

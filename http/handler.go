@@ -54,6 +54,15 @@ type Config struct {
 	SignInFailuresPerIP      int
 	SignInFailuresPerAccount int
 	SignInWindow             time.Duration
+	// PasswordChecksPerAccount and PasswordChecksPerIP bound the password
+	// checks (bcrypt, tens of milliseconds of CPU each) per SignInWindow,
+	// whatever their outcome: sign-ins, right or wrong, and current
+	// passwords (defaults: 30 for one account from browsers it has not
+	// signed in with, 100 from one address). Failures have their own,
+	// tighter limits above; these stop correct or unknown-name sign-ins
+	// from costing the server unbounded CPU.
+	PasswordChecksPerAccount int
+	PasswordChecksPerIP      int
 	// SignUpsPerIP is how many accounts one address may create per
 	// SignUpWindow (defaults: 10 per hour).
 	SignUpsPerIP int
@@ -111,6 +120,8 @@ type Handler struct {
 	accountAddrFailures *attemptLimiter
 	addrFailures        *attemptLimiter
 	accountFailures     *attemptLimiter
+	accountChecks       *attemptLimiter // password checks, whatever the outcome
+	addrChecks          *attemptLimiter
 	addrSignUps         *attemptLimiter
 	// posts and comments created, by account
 	accountPosts    *attemptLimiter
@@ -155,6 +166,12 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 	}
 	if cfg.SignInFailuresPerAccount <= 0 {
 		cfg.SignInFailuresPerAccount = 20
+	}
+	if cfg.PasswordChecksPerAccount <= 0 {
+		cfg.PasswordChecksPerAccount = 30
+	}
+	if cfg.PasswordChecksPerIP <= 0 {
+		cfg.PasswordChecksPerIP = 100
 	}
 	if cfg.SignInWindow <= 0 {
 		cfg.SignInWindow = 15 * time.Minute
@@ -208,6 +225,8 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		accountAddrFailures: newAttemptLimiter(cfg.SignInFailures, cfg.SignInWindow),
 		addrFailures:        newAttemptLimiter(cfg.SignInFailuresPerIP, cfg.SignInWindow),
 		accountFailures:     newAttemptLimiter(cfg.SignInFailuresPerAccount, cfg.SignInWindow),
+		accountChecks:       newAttemptLimiter(cfg.PasswordChecksPerAccount, cfg.SignInWindow),
+		addrChecks:          newAttemptLimiter(cfg.PasswordChecksPerIP, cfg.SignInWindow),
 		addrSignUps:         newAttemptLimiter(cfg.SignUpsPerIP, cfg.SignUpWindow),
 		accountPosts:        newAttemptLimiter(cfg.PostsPerAccount, cfg.ContentWindow),
 		accountComments:     newAttemptLimiter(cfg.CommentsPerAccount, cfg.ContentWindow),
