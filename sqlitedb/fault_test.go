@@ -612,7 +612,7 @@ func TestFaultDiskFull(t *testing.T) {
 			faultFullCheck(t, crashed, results, "a copy of the full disk's files")
 
 			// Room again: the same DB takes a write, and closes.
-			if out, err := exec.Command("mount", "-o", "remount,size=4m", dir).CombinedOutput(); err != nil {
+			if out, err := asRoot("mount", "-o", "remount,size=4m,mode=1777", dir).CombinedOutput(); err != nil {
 				t.Fatalf("remount with 4 MiB: %v: %s", err, out)
 			}
 			after := next.Add(1)
@@ -793,7 +793,7 @@ func TestFaultDiskFullMidTransaction(t *testing.T) {
 			faultCopy(t, path, crashed)
 			release()
 			faultFullCheck(t, crashed, results, "a copy of the full disk's files")
-			if out, err := exec.Command("mount", "-o", "remount,size=4m", dir).CombinedOutput(); err != nil {
+			if out, err := asRoot("mount", "-o", "remount,size=4m,mode=1777", dir).CombinedOutput(); err != nil {
 				t.Fatalf("remount with 4 MiB: %v: %s", err, out)
 			}
 			closed = true
@@ -806,20 +806,30 @@ func TestFaultDiskFullMidTransaction(t *testing.T) {
 }
 
 // faultTmpfs mounts a tmpfs of 1 MiB on a new directory, unmounted when
-// the test ends, and answers the directory. Mounting needs root.
+// the test ends, and answers the directory. Mounting needs root, or sudo
+// without a password.
 func faultTmpfs(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testenv.Missing(t, "needs root, to mount a tmpfs of 1 MiB")
+	if os.Geteuid() != 0 && exec.Command("sudo", "-n", "true").Run() != nil {
+		testenv.Missing(t, "needs root (or sudo without a password), to mount a tmpfs of 1 MiB")
 	}
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+	if out, err := asRoot("mount", "-t", "tmpfs", "-o", "size=1m,mode=1777", "tmpfs", dir).CombinedOutput(); err != nil {
 		testenv.Missing(t, "cannot mount a tmpfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+		if out, err := asRoot("umount", dir).CombinedOutput(); err != nil {
 			t.Errorf("umount %s: %v: %s", dir, err, out)
 		}
 	})
 	return dir
+}
+
+// asRoot is the command name args, run as root: directly when the test
+// runs as root, else through sudo -n.
+func asRoot(name string, args ...string) *exec.Cmd {
+	if os.Geteuid() == 0 {
+		return exec.Command(name, args...)
+	}
+	return exec.Command("sudo", append([]string{"-n", name}, args...)...)
 }
