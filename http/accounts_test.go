@@ -372,3 +372,24 @@ func testPasswordChecksAreLimited(t *testing.T, be backend) {
 	wantStatus(t, r, http.StatusTooManyRequests)
 	wantBody(t, r, "Too many sign-ins from your address.")
 }
+
+// TestPostEditsPerAccount: one account may save 30 edits of its posts an
+// hour (the default); the next gets 429 naming the limit. A refused edit
+// (422) is not counted.
+func TestPostEditsPerAccount(t *testing.T) { forEachBackend(t, testPostEditsPerAccount) }
+
+func testPostEditsPerAccount(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
+	b := site.browser()
+	b.signIn(0)
+	r := b.post("/posts", url.Values{"title": {"A post to edit"}})
+	wantRedirect(t, r, "/posts/")
+	path := r.location()
+	wantStatus(t, b.post(path, url.Values{"title": {"x"}}), http.StatusUnprocessableEntity)
+	for i := range 30 {
+		wantRedirect(t, b.post(path, url.Values{"title": {fmt.Sprint("Edited title ", i)}}), path)
+	}
+	r = b.post(path, url.Values{"title": {"One edit too many"}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	wantBody(t, r, "You have saved the most post edits one account may in an hour (30). Try again in 60 minutes.")
+}

@@ -222,6 +222,8 @@ func (h *Handler) tooMany(w http.ResponseWriter, refusedBy *attemptLimiter, wait
 		msg = fmt.Sprintf("Too many sign-ups from your address. Try again in %d minutes.", minutes)
 	case h.accountPosts:
 		msg = fmt.Sprintf("You have written the most posts one account may in %s (%d). Try again in %d minutes.", windowText(h.cfg.ContentWindow), h.cfg.PostsPerAccount, minutes)
+	case h.accountEdits:
+		msg = fmt.Sprintf("You have saved the most post edits one account may in %s (%d). Try again in %d minutes.", windowText(h.cfg.ContentWindow), h.cfg.EditsPerAccount, minutes)
 	case h.accountComments:
 		msg = fmt.Sprintf("You have written the most comments one account may in %s (%d). Try again in %d minutes.", windowText(h.cfg.ContentWindow), h.cfg.CommentsPerAccount, minutes)
 	default:

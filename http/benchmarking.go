@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/loremnews/loremnews"
@@ -103,21 +105,45 @@ var publishedHeaders = []string{"Accept", "Accept-Encoding", "Accept-Language", 
 
 // headerLines writes the request's published headers (publishedHeaders)
 // one per line, sorted by name, as the description of a benchmark post.
+// A value that is not plain text (invalid UTF-8, control, invisible or
+// text-direction characters such as U+202E) is left out: the site's own
+// forms refuse such text in a one-line field.
 func headerLines(r *http.Request) string {
 	var b strings.Builder
 	for _, k := range publishedHeaders {
 		for _, v := range r.Header[k] {
-			fmt.Fprintf(&b, "%s: %s\n", k, v)
+			if plainText(v) {
+				fmt.Fprintf(&b, "%s: %s\n", k, v)
+			}
 		}
 	}
 	return b.String()
 }
 
+// plainText reports whether s is valid UTF-8 without control or format
+// characters (Unicode's Cc and Cf: text-direction marks, zero-width
+// characters, the byte order mark).
+func plainText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return false
+		}
+	}
+	return true
+}
+
 func (h *Handler) benchPostCreate(w http.ResponseWriter, r *http.Request) error {
-	p, err := h.cfg.Benchmark.CreatePost(r.Context(), loremnews.PostInput{
+	in := loremnews.PostInput{
 		Title:       "Post " + uuid.NewString(),
 		Description: truncate(headerLines(r), loremnews.MaxDescriptionLen),
-	})
+	}
+	if err := in.Validate(); err != nil { // as the site's form does
+		return err
+	}
+	p, err := h.cfg.Benchmark.CreatePost(r.Context(), in)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,10 @@ type Config struct {
 	// account and are not limited.
 	PostsPerAccount    int
 	CommentsPerAccount int
-	ContentWindow      time.Duration
+	// EditsPerAccount is how many times one account may save an edit of
+	// its posts per ContentWindow (default 30).
+	EditsPerAccount int
+	ContentWindow   time.Duration
 	// MaxSessionsPerAccount is how many browsers may be signed in to one
 	// account at once (default 50); a sign-in past it signs out the
 	// browser that signed in longest ago.
@@ -126,6 +129,7 @@ type Handler struct {
 	// posts and comments created, by account
 	accountPosts    *attemptLimiter
 	accountComments *attemptLimiter
+	accountEdits    *attemptLimiter
 
 	// dummyDigest is compared against when a screen name does not exist,
 	// at the configured cost, so both answers take as long; dummyTook is
@@ -188,6 +192,9 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 	if cfg.CommentsPerAccount <= 0 {
 		cfg.CommentsPerAccount = 60
 	}
+	if cfg.EditsPerAccount <= 0 {
+		cfg.EditsPerAccount = 30
+	}
 	if cfg.ContentWindow <= 0 {
 		cfg.ContentWindow = time.Hour
 	}
@@ -230,6 +237,7 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		addrSignUps:         newAttemptLimiter(cfg.SignUpsPerIP, cfg.SignUpWindow),
 		accountPosts:        newAttemptLimiter(cfg.PostsPerAccount, cfg.ContentWindow),
 		accountComments:     newAttemptLimiter(cfg.CommentsPerAccount, cfg.ContentWindow),
+		accountEdits:        newAttemptLimiter(cfg.EditsPerAccount, cfg.ContentWindow),
 
 		dummyDigest:   dummy,
 		sessionLimits: loremnews.SessionLimits{Idle: cfg.SessionIdle, Lifetime: cfg.SessionLifetime},

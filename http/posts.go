@@ -240,7 +240,13 @@ func (h *Handler) updatePost(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
+	release, err := h.reserveWrite(w, r, h.accountEdits)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
 	if _, err := h.store.UpdatePost(r.Context(), post.ID, in); err != nil {
+		release()
 		fail(err)
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loremnews/loremnews"
 	lnhttp "github.com/loremnews/loremnews/http"
@@ -402,6 +403,22 @@ func testBenchmarkPostLeavesOutCredentials(t *testing.T, be backend) {
 		t.Fatalf("a credential was published: …%s…", page.body[max(0, i-80):min(len(page.body), i+40)])
 	}
 
+	t.Run("HeadersThatAreNotPlainTextLeftOut", func(t *testing.T) {
+		// Invalid UTF-8, and a text-direction override that would flip the
+		// rest of the line on the post's page: the site's forms refuse both
+		// in a one-line field, and post_create leaves such headers out.
+		req, _ := http.NewRequest(http.MethodPost, site.srv.URL+"/benchmarking/post_create", nil)
+		req.Header.Set("User-Agent", "bench\xff\xfe/1.0")
+		req.Header.Set("Accept-Language", "en\u202eSU-ne")
+		req.Header.Set("Accept", "text/html")
+		r := b.do(req)
+		wantRedirect(t, r, "/posts/")
+		page := b.get(r.location())
+		wantBody(t, page, "Accept: text/html")
+		if strings.Contains(page.body, "\u202e") || !utf8.ValidString(page.body) || strings.Contains(page.body, "User-Agent: bench") {
+			t.Fatalf("a header that is not plain text was published:\n%s", page.body)
+		}
+	})
 	t.Run("CrossOriginRefused", func(t *testing.T) {
 		for k, v := range map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"} {
 			req, _ := http.NewRequest(http.MethodPost, site.srv.URL+"/benchmarking/post_create", nil)
