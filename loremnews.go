@@ -6,6 +6,7 @@
 package loremnews
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -34,6 +35,7 @@ type textField struct {
 	name      string // as the messages name it
 	multiline bool   // free text: newlines and tabs allowed, invisible characters and marks not checked
 	optional  bool   // may be empty
+	visible   bool   // must hold a letter or a digit, so it cannot render blank
 	min, max  int    // length limits, in characters
 }
 
@@ -52,6 +54,11 @@ func (f textField) check(s string) error {
 		return Errorf(EINVALID, "%s stacks too many accents or marks on one character (at most %d).", f.name, MaxCombiningMarks)
 	}
 	n := utf8.RuneCountInString(s)
+	if f.visible && n > 0 && !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) {
+		// Braille blanks (U+2800), a null notehead (U+1D159) or
+		// private-use characters render as nothing, or as a box.
+		return Errorf(EINVALID, "%s needs at least one letter or digit.", f.name)
+	}
 	switch {
 	case n == 0 && f.optional:
 		return nil

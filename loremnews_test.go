@@ -61,6 +61,10 @@ func TestValidation(t *testing.T) {
 		"name tag characters":    {loremnews.ProfileInput{ScreenName: "ann\U000E0041"}.Validate(), "Screen name contains invisible"},
 		"title zalgo":            {loremnews.PostInput{Title: "He" + strings.Repeat("\u0301", 5) + "llo world"}.Validate(), "too many accents or marks on one character (at most 4)"},
 		"title marks spread ok":  {loremnews.PostInput{Title: "He\u0301\u0302l\u0303l\u0304o\u0323\u0302\u0301\u0300 world"}.Validate(), ""},
+		"title braille blanks":   {loremnews.PostInput{Title: strings.Repeat("\u2800", 6)}.Validate(), "Title needs at least one letter or digit."},
+		"title null notehead":    {loremnews.PostInput{Title: strings.Repeat("\U0001D159", 5)}.Validate(), "Title needs at least one letter or digit."},
+		"title private use":      {loremnews.PostInput{Title: strings.Repeat("\ue000", 5)}.Validate(), "Title needs at least one letter or digit."},
+		"title digits ok":        {loremnews.PostInput{Title: "2026 !"}.Validate(), ""},
 		"title vietnamese ok":    {loremnews.PostInput{Title: "Tiếng Việt có dấu"}.Validate(), ""},
 		"description keeps them": {loremnews.PostInput{Title: "Hello", Description: "a\u2062b \u3164 " + strings.Repeat("\u0301", 9)}.Validate(), ""},
 	} {

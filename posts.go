@@ -51,7 +51,7 @@ func (in PostInput) Validate() error {
 // ValidateTitle checks a post's title alone, so a form can report it
 // beside the title field along with any other field's problem.
 func ValidateTitle(title string) error {
-	return textField{name: "Title", min: MinTitleLen, max: MaxTitleLen}.check(title)
+	return textField{name: "Title", visible: true, min: MinTitleLen, max: MaxTitleLen}.check(title)
 }
 
 // ValidateDescription checks a post's description alone.
