@@ -125,7 +125,7 @@ func migrateOn(ctx context.Context, conn *sql.Conn, fkOff bool, apply func() err
 // migrationRecorded reports whether MigrationsTable records name.
 func migrationRecorded(ctx context.Context, conn *sql.Conn, name string) (bool, error) {
 	var n int
-	err := conn.QueryRowContext(ctx, `SELECT count(*) FROM `+MigrationsTable+` WHERE version = ?`, name).Scan(&n)
+	err := QueryRow(ctx, conn, `SELECT count(*) FROM `+MigrationsTable+` WHERE version = ?`, name).Scan(&n)
 	return n > 0, err
 }
 

@@ -188,14 +188,14 @@ func (db *DB) writeHere(ctx context.Context, fn func(context.Context, *sql.Conn)
 		}
 		return err
 	}
-	defer conn.Close()
 	err = db.begin(ctx, conn)
 	db.observeWriteWait(time.Since(start))
 	if err == nil {
 		returned := false
 		defer func() {
-			if !returned { // fn panicked: roll back, and let the panic go on
+			if !returned { // fn panicked: roll back, give the connection back, and let the panic go on
 				execOn(conn, `ROLLBACK`)
+				conn.Close()
 			}
 		}()
 		err = fn(context.WithValue(ctx, insideWrite{}, db), conn)

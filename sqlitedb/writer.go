@@ -326,12 +326,12 @@ func (wr *writer) commitCoalesced(batch []*pendingWrite) {
 	for i, w := range batch {
 		if err := wr.call(w, conn); err != nil {
 			wr.rollback(conn)
-			if _, ok := err.(*PanicError); ok {
+			if p, ok := err.(*PanicError); ok {
 				// The panic is its own caller's; the others fail with it
 				// as an error, since their transaction was rolled back.
-				w.done <- err
+				w.done <- p
 				batch = append(batch[:i:i], batch[i+1:]...)
-				err = fmt.Errorf("sqlitedb: a coalesced write in the same transaction panicked: %v", err.(*PanicError).Value)
+				err = fmt.Errorf("sqlitedb: a coalesced write in the same transaction panicked: %v", p.Value)
 			}
 			fail(err)
 			return
