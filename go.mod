@@ -41,8 +41,8 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/kr/text v0.2.0 // indirect
 	github.com/loremnews/loremnews/sqlitedb v0.1.0
+	github.com/loremnews/loremnews/sqlitedb/sqlitedbprom v0.1.0
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
@@ -62,3 +62,5 @@ tool github.com/a-h/templ/cmd/templ
 
 // The SQLite package is a module of its own, in this repository.
 replace github.com/loremnews/loremnews/sqlitedb => ./sqlitedb
+
+replace github.com/loremnews/loremnews/sqlitedb/sqlitedbprom => ./sqlitedb/sqlitedbprom // its Prometheus collector, another module

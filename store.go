@@ -102,10 +102,9 @@ type SessionStore interface {
 	DeleteExpiredSessions(ctx context.Context, limits SessionLimits) (int64, error)
 }
 
-// Database is a Store that commands and tests can also fill, export, check
-// and close: the SQLite and PostgreSQL implementations both provide it.
-type Database interface {
-	Store
+// Operations are what the commands, the benchmarks and the tests do with a
+// database beside serving the site: fill it, export it, check it, name it.
+type Operations interface {
 	// ImportDataset replaces every row with ds's (keeping ids) in one
 	// transaction and sets the counter caches to the true counts.
 	ImportDataset(ctx context.Context, ds *Dataset) error
@@ -124,14 +123,19 @@ type Database interface {
 	// Name says which database this is, for messages: a file path, or a
 	// URL without its password.
 	Name() string
-	// Benchmark returns the actions of the load-test endpoints on this
-	// database.
-	Benchmark() BenchmarkStore
 	// Describe says which engine and setup serve the site, for the
 	// start-up line and logs: "profile enhanced" (SQLite), "PostgreSQL".
 	Describe() string
-	// DatabaseStats reports the database's own counters and gauges, for
-	// /metrics and for tests that watch writers wait.
-	DatabaseStats() DatabaseStats
+	// Benchmark returns the actions of the load-test endpoints on this
+	// database.
+	Benchmark() BenchmarkStore
+}
+
+// Database is an open database: the Store the site's handlers use, the
+// Operations, and Close. The SQLite and PostgreSQL implementations both
+// provide it; each also exports its own counters to Prometheus.
+type Database interface {
+	Store
+	Operations
 	Close() error
 }

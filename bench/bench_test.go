@@ -54,8 +54,8 @@ loremnews_write_wait_seconds_sum 0.5
 loremnews_write_wait_seconds_count 10
 # TYPE loremnews_sqlite_busy_errors_total counter
 loremnews_sqlite_busy_errors_total 3
-# TYPE loremnews_writer_queue_max_depth gauge
-loremnews_writer_queue_max_depth 19
+# TYPE loremnews_sqlite_writer_queue_max_depth gauge
+loremnews_sqlite_writer_queue_max_depth 19
 # TYPE loremnews_postgres_write_retries_total counter
 loremnews_postgres_write_retries_total 4
 `

@@ -40,7 +40,7 @@ func parseCounters(text string) (serverCounters, error) {
 	// Lock retries: SQLite's BEGIN IMMEDIATE polls, or PostgreSQL's
 	// transactions started over; a server has one or the other.
 	c.busyRetries = single(fams["loremnews_sqlite_busy_retries_total"]) + single(fams["loremnews_postgres_write_retries_total"])
-	c.queueMax = single(fams["loremnews_writer_queue_max_depth"])
+	c.queueMax = single(fams["loremnews_sqlite_writer_queue_max_depth"])
 	return c, nil
 }
 

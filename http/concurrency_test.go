@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"github.com/loremnews/loremnews"
 	lnhttp "github.com/loremnews/loremnews/http"
 	"github.com/loremnews/loremnews/internal/testenv"
+	"github.com/loremnews/loremnews/postgres"
 	"github.com/loremnews/loremnews/sqlite"
 )
 
@@ -255,13 +257,11 @@ func testMaxInFlight(t *testing.T, be backend) {
 // writersWaiting is how many writes wait in the writer queue (SQLite) or,
 // where writes do not queue (PostgreSQL), how many connections are in use now.
 func writersWaiting(db loremnews.Database) int {
-	s := db.DatabaseStats()
-	if s.WriterQueue != nil {
-		return s.WriterQueue.Depth
+	switch db := db.(type) {
+	case *sqlite.DB:
+		return db.Stats().Writer.Depth
+	case *postgres.DB:
+		return int(db.Stats().AcquiredConn)
 	}
-	inUse := 0
-	for _, p := range s.Pools {
-		inUse += p.InUse
-	}
-	return inUse
+	panic(fmt.Sprintf("writersWaiting: a %T", db))
 }

@@ -195,17 +195,6 @@ func (db *DB) Stats() Stats {
 		TotalConns: s.TotalConns(), MaxConns: s.MaxConns(), EmptyAcquire: s.EmptyAcquireCount(), EmptyAcquireWait: s.EmptyAcquireWaitTime()}
 }
 
-// DatabaseStats reports the counters in the store-neutral form /metrics reads.
-func (db *DB) DatabaseStats() loremnews.DatabaseStats {
-	s := db.Stats()
-	return loremnews.DatabaseStats{
-		Setup:    "postgres",
-		Restarts: &loremnews.RestartStats{Retries: s.Retries, Deadlocks: s.Deadlocks},
-		Pools: []loremnews.PoolStats{{Name: "postgres", Open: int(s.TotalConns), InUse: int(s.AcquiredConn),
-			Waits: s.EmptyAcquire, WaitTime: s.EmptyAcquireWait}},
-	}
-}
-
 // Settings returns the server's version and the settings that matter for
 // this workload, for the benchmark report.
 func (db *DB) Settings(ctx context.Context) (map[string]string, error) {

@@ -10,7 +10,7 @@ import (
 // read while writers go on, into a compact, checkpointed file.
 func (db *DB) Backup(ctx context.Context, path string) (time.Duration, error) {
 	start := time.Now()
-	if err := db.sql.Backup(ctx, path); err != nil {
+	if err := db.eng.backup(ctx, path); err != nil {
 		return 0, err
 	}
 	return time.Since(start), nil

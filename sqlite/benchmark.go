@@ -10,7 +10,6 @@ import (
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/internal/nanotime"
-	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // Benchmark runs the actions of the benchmarking endpoints on a database
@@ -28,11 +27,11 @@ func (db *DB) Benchmark() loremnews.BenchmarkStore { return &Benchmark{db: db} }
 // and largest, then the first row at or after it, wrapping around to the
 // first row if rows after it were deleted meanwhile. table is one of our own
 // constants, never user input.
-func pickRandomID(ctx context.Context, q *sql.Conn, table string) (int64, error) {
+func pickRandomID(ctx context.Context, q querier, table string) (int64, error) {
 	var lo, hi sql.NullInt64
 	// Two subqueries, not "SELECT min(id), max(id)": SQLite answers a lone
 	// min() or max() from the b-tree's edge, but scans the table for both.
-	if err := sqlitedb.QueryRow(ctx, q, `SELECT (SELECT min(id) FROM `+table+`), (SELECT max(id) FROM `+table+`)`).Scan(&lo, &hi); err != nil {
+	if err := q.QueryRow(ctx, `SELECT (SELECT min(id) FROM `+table+`), (SELECT max(id) FROM `+table+`)`).Scan(&lo, &hi); err != nil {
 		return 0, err
 	}
 	if !lo.Valid {
@@ -40,9 +39,9 @@ func pickRandomID(ctx context.Context, q *sql.Conn, table string) (int64, error)
 	}
 	target := lo.Int64 + rand.Int64N(hi.Int64-lo.Int64+1)
 	var id int64
-	err := sqlitedb.QueryRow(ctx, q, `SELECT id FROM `+table+` WHERE id >= ? ORDER BY id LIMIT 1`, target).Scan(&id)
+	err := q.QueryRow(ctx, `SELECT id FROM `+table+` WHERE id >= ? ORDER BY id LIMIT 1`, target).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = sqlitedb.QueryRow(ctx, q, `SELECT id FROM `+table+` ORDER BY id LIMIT 1`).Scan(&id)
+		err = q.QueryRow(ctx, `SELECT id FROM `+table+` ORDER BY id LIMIT 1`).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, loremnews.Errorf(loremnews.ENOTFOUND, "There are no %s to pick from.", table)
 		}
@@ -50,28 +49,15 @@ func pickRandomID(ctx context.Context, q *sql.Conn, table string) (int64, error)
 	return id, err
 }
 
-// touchRandomUser picks a random user and sets its last_seen_at to now.
-func (db *DB) touchRandomUser(ctx context.Context, tx *sql.Conn) (int64, error) {
+// touchRandomUser picks a random user (pickRandomID) and sets its
+// last_seen_at to now: a read, then a write, as an app that loads a
+// record before it updates it.
+func touchRandomUser(ctx context.Context, tx execer, now time.Time) (int64, error) {
 	id, err := pickRandomID(ctx, tx, "users")
 	if err != nil {
 		return 0, err
 	}
-	_, err = sqlitedb.Exec(ctx, tx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, nanotime.Value(db.now()), id)
-	return id, err
-}
-
-// touchOneRandomUser sets a random user's last_seen_at to now in one
-// statement, picking the user as pickRandomID does, and returns its id.
-func touchOneRandomUser(ctx context.Context, tx *sql.Conn, now time.Time) (int64, error) {
-	var id int64
-	err := sqlitedb.QueryRow(ctx, tx, `UPDATE users SET last_seen_at = ?1 WHERE id = coalesce(
-			(SELECT id FROM users WHERE id >= (SELECT min(id) FROM users) + ?2 % ((SELECT max(id) FROM users) - (SELECT min(id) FROM users) + 1)
-				ORDER BY id LIMIT 1),
-			(SELECT min(id) FROM users))
-		RETURNING id`, nanotime.Value(now), rand.Int64()).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, loremnews.Errorf(loremnews.ENOTFOUND, "There are no users to pick from.")
-	}
+	_, err = tx.Exec(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, nanotime.Value(now), id)
 	return id, err
 }
 
@@ -83,19 +69,12 @@ func (b *Benchmark) touch(ctx context.Context) (int64, error) {
 		id  int64
 		err error
 	)
-	if b.db.sql.Options().Writer != sqlitedb.WriterNone {
-		// Touches cannot fail on their own, so those queued at one moment
-		// share a commit.
-		err = mapError(b.db.sql.Coalesce(ctx, func(ctx context.Context, tx *sql.Conn) (err error) {
-			id, err = touchOneRandomUser(ctx, tx, b.db.now())
-			return err
-		}))
-	} else {
-		err = b.db.write(ctx, func(ctx context.Context, tx *sql.Conn) (err error) {
-			id, err = b.db.touchRandomUser(ctx, tx)
-			return err
-		})
-	}
+	// Touches cannot fail on their own, so where the engine can, those
+	// queued at one moment share a commit.
+	err = mapError(b.db.eng.coalesce(ctx, func(ctx context.Context, tx execer) (err error) {
+		id, err = touchRandomUser(ctx, tx, b.db.now())
+		return err
+	}))
 	if err != nil {
 		return 0, fmt.Errorf("touch random user: %w", err)
 	}
@@ -105,8 +84,8 @@ func (b *Benchmark) touch(ctx context.Context) (int64, error) {
 // CreatePost touches a random user and creates a post by them.
 func (b *Benchmark) CreatePost(ctx context.Context, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		userID, err := b.db.touchRandomUser(ctx, tx)
+	err := b.db.write(ctx, func(ctx context.Context, tx execer) error {
+		userID, err := touchRandomUser(ctx, tx, b.db.now())
 		if err != nil {
 			return err
 		}
@@ -122,8 +101,8 @@ func (b *Benchmark) CreatePost(ctx context.Context, in loremnews.PostInput) (*lo
 // CreateComment touches a random user and has them comment on a random post.
 func (b *Benchmark) CreateComment(ctx context.Context, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		userID, err := b.db.touchRandomUser(ctx, tx)
+	err := b.db.write(ctx, func(ctx context.Context, tx execer) error {
+		userID, err := touchRandomUser(ctx, tx, b.db.now())
 		if err != nil {
 			return err
 		}
@@ -142,8 +121,8 @@ func (b *Benchmark) CreateComment(ctx context.Context, in loremnews.CommentInput
 
 // DeletePost touches a random user and deletes a random post.
 func (b *Benchmark) DeletePost(ctx context.Context) error {
-	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		if _, err := b.db.touchRandomUser(ctx, tx); err != nil {
+	err := b.db.write(ctx, func(ctx context.Context, tx execer) error {
+		if _, err := touchRandomUser(ctx, tx, b.db.now()); err != nil {
 			return err
 		}
 		id, err := pickRandomID(ctx, tx, "posts")
@@ -161,8 +140,8 @@ func (b *Benchmark) DeletePost(ctx context.Context) error {
 // DeleteComment touches a random user and deletes a random comment.
 func (b *Benchmark) DeleteComment(ctx context.Context) (int64, error) {
 	var postID int64
-	err := b.db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		if _, err := b.db.touchRandomUser(ctx, tx); err != nil {
+	err := b.db.write(ctx, func(ctx context.Context, tx execer) error {
+		if _, err := touchRandomUser(ctx, tx, b.db.now()); err != nil {
 			return err
 		}
 		id, err := pickRandomID(ctx, tx, "comments")
@@ -187,7 +166,7 @@ func (b *Benchmark) ShowPost(ctx context.Context) (*loremnews.Post, []*loremnews
 		p        *loremnews.Post
 		comments []*loremnews.Comment
 	)
-	read := func(ctx context.Context, q *sql.Conn) error {
+	read := func(ctx context.Context, q querier) error {
 		id, err := pickRandomID(ctx, q, "posts")
 		if err != nil {
 			return err
@@ -224,9 +203,9 @@ func (b *Benchmark) ListPosts(ctx context.Context, limit int) (int64, []*loremne
 		from  int64
 		posts []*loremnews.Post
 	)
-	err := b.db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
+	err := b.db.read(ctx, func(ctx context.Context, q querier) error {
 		var lo, hi sql.NullInt64
-		if err := sqlitedb.QueryRow(ctx, q, `SELECT (SELECT min(id) FROM posts), (SELECT max(id) FROM posts)`).Scan(&lo, &hi); err != nil {
+		if err := q.QueryRow(ctx, `SELECT (SELECT min(id) FROM posts), (SELECT max(id) FROM posts)`).Scan(&lo, &hi); err != nil {
 			return err
 		}
 		from = lo.Int64
@@ -257,8 +236,8 @@ func (b *Benchmark) ShowUser(ctx context.Context, limit int) (*loremnews.User, [
 // it (wrapping to the first user past a gap at the end).
 func (b *Benchmark) PointRead(ctx context.Context) (string, error) {
 	var name sql.NullString
-	err := b.db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
-		return sqlitedb.QueryRow(ctx, q, `SELECT coalesce(
+	err := b.db.read(ctx, func(ctx context.Context, q querier) error {
+		return q.QueryRow(ctx, `SELECT coalesce(
 			(SELECT screen_name FROM users WHERE id >= (SELECT min(id) FROM users) + ?1 % ((SELECT max(id) FROM users) - (SELECT min(id) FROM users) + 1)
 				ORDER BY id LIMIT 1),
 			(SELECT screen_name FROM users ORDER BY id LIMIT 1))`, rand.Int64()).Scan(&name)

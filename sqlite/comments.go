@@ -15,8 +15,8 @@ import (
 // queryComments lists comments with their authors and their post's id and
 // title; tail is the WHERE/ORDER/LIMIT part. UpdatedAt is left zero: no
 // page shows it.
-func queryComments(ctx context.Context, q *sql.Conn, tail string, args ...any) ([]*loremnews.Comment, error) {
-	rows, err := q.QueryContext(ctx, `SELECT c.id, c.post_id, c.user_id, c.body, c.created_at,
+func queryComments(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Comment, error) {
+	rows, err := q.Query(ctx, `SELECT c.id, c.post_id, c.user_id, c.body, c.created_at,
 			p.title, u.screen_name
 		FROM comments c
 		JOIN posts p ON p.id = c.post_id
@@ -45,7 +45,7 @@ func queryComments(ctx context.Context, q *sql.Conn, tail string, args ...any) (
 // CreateComment stores a comment and counts it in the post's comments_count.
 func (db *DB) CreateComment(ctx context.Context, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) (err error) {
+	err := db.write(ctx, func(ctx context.Context, tx execer) (err error) {
 		c, err = db.insertComment(ctx, tx, postID, userID, in)
 		return err
 	})
@@ -55,8 +55,8 @@ func (db *DB) CreateComment(ctx context.Context, postID, userID int64, in loremn
 	return c, nil
 }
 
-func (db *DB) insertComment(ctx context.Context, tx *sql.Conn, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
-	res, err := sqlitedb.Exec(ctx, tx, `UPDATE posts SET comments_count = comments_count + 1 WHERE id = ?`, postID)
+func (db *DB) insertComment(ctx context.Context, tx execer, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
+	res, err := tx.Exec(ctx, `UPDATE posts SET comments_count = comments_count + 1 WHERE id = ?`, postID)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (db *DB) insertComment(ctx context.Context, tx *sql.Conn, postID, userID in
 		return nil, err
 	}
 	now := db.now()
-	res, err = sqlitedb.Exec(ctx, tx, `INSERT INTO comments (post_id, user_id, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+	res, err = tx.Exec(ctx, `INSERT INTO comments (post_id, user_id, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
 		postID, userID, in.Body, nanotime.Value(now), nanotime.Value(now))
 	if isForeignKeyViolation(err) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
@@ -82,7 +82,7 @@ func (db *DB) insertComment(ctx context.Context, tx *sql.Conn, postID, userID in
 // screen name) or ENOTFOUND.
 func (db *DB) FindCommentByID(ctx context.Context, id int64) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
 		c, err = findComment(ctx, q, id)
 		return err
 	})
@@ -92,7 +92,7 @@ func (db *DB) FindCommentByID(ctx context.Context, id int64) (*loremnews.Comment
 	return c, nil
 }
 
-func findComment(ctx context.Context, q *sql.Conn, id int64) (*loremnews.Comment, error) {
+func findComment(ctx context.Context, q querier, id int64) (*loremnews.Comment, error) {
 	cs, err := queryComments(ctx, q, `WHERE c.id = ?`, id)
 	if err != nil {
 		return nil, err
@@ -106,8 +106,8 @@ func findComment(ctx context.Context, q *sql.Conn, id int64) (*loremnews.Comment
 // UpdateComment changes a comment's body.
 func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		res, err := sqlitedb.Exec(ctx, tx, `UPDATE comments SET body = ?, updated_at = ? WHERE id = ?`, in.Body, nanotime.Value(db.now()), id)
+	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+		res, err := tx.Exec(ctx, `UPDATE comments SET body = ?, updated_at = ? WHERE id = ?`, in.Body, nanotime.Value(db.now()), id)
 		if err != nil {
 			return err
 		}
@@ -125,7 +125,7 @@ func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentI
 
 // DeleteComment removes a comment and uncounts it from its post.
 func (db *DB) DeleteComment(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
+	err := db.write(ctx, func(ctx context.Context, tx execer) error {
 		_, err := deleteComment(ctx, tx, id)
 		return err
 	})
@@ -135,14 +135,14 @@ func (db *DB) DeleteComment(ctx context.Context, id int64) error {
 	return nil
 }
 
-func deleteComment(ctx context.Context, tx *sql.Conn, id int64) (postID int64, err error) {
-	err = sqlitedb.QueryRow(ctx, tx, `DELETE FROM comments WHERE id = ? RETURNING post_id`, id).Scan(&postID)
+func deleteComment(ctx context.Context, tx execer, id int64) (postID int64, err error) {
+	err = tx.QueryRow(ctx, `DELETE FROM comments WHERE id = ? RETURNING post_id`, id).Scan(&postID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, loremnews.Errorf(loremnews.ENOTFOUND, "Comment not found.")
 	} else if err != nil {
 		return 0, err
 	}
-	_, err = sqlitedb.Exec(ctx, tx, `UPDATE posts SET comments_count = comments_count - 1 WHERE id = ?`, postID)
+	_, err = tx.Exec(ctx, `UPDATE posts SET comments_count = comments_count - 1 WHERE id = ?`, postID)
 	return postID, err
 }
 

@@ -2,13 +2,11 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"iter"
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/internal/nanotime"
-	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // ImportDataset replaces every row with the given users, posts and comments
@@ -30,12 +28,12 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 	// The caller's context, checked at every row: under group commit the
 	// transaction's own context does not carry the caller's cancellation.
 	caller := ctx
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
+	err := db.write(ctx, func(ctx context.Context, tx execer) error {
 		for _, stmt := range []string{
 			`DELETE FROM comments`, `DELETE FROM posts`, `DELETE FROM sessions`, `DELETE FROM users`,
 			`DELETE FROM sqlite_sequence WHERE name IN ('users', 'posts', 'comments', 'sessions')`,
 		} {
-			if _, err := sqlitedb.Exec(ctx, tx, stmt); err != nil {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
 				return fmt.Errorf("%s: %w", stmt, err)
 			}
 		}
@@ -69,8 +67,8 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 		return fmt.Errorf("load dataset: %w", err)
 	}
 	// Fresh statistics for the query planner after a bulk load.
-	if err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		_, err := sqlitedb.Exec(ctx, tx, `PRAGMA optimize`)
+	if err := db.write(ctx, func(ctx context.Context, tx execer) error {
+		_, err := tx.Exec(ctx, `PRAGMA optimize`)
 		return err
 	}); err != nil {
 		return fmt.Errorf("load dataset: optimize: %w", err)
@@ -80,7 +78,7 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 
 // insertEach runs query once per row of rows (none when rows is nil), its
 // statement prepared once on the connection, and stops when caller is done.
-func insertEach[T any](ctx, caller context.Context, tx *sql.Conn, query string, rows iter.Seq[T], args func(T) []any) error {
+func insertEach[T any](ctx, caller context.Context, tx execer, query string, rows iter.Seq[T], args func(T) []any) error {
 	if rows == nil {
 		return nil
 	}
@@ -88,7 +86,7 @@ func insertEach[T any](ctx, caller context.Context, tx *sql.Conn, query string, 
 		if err := caller.Err(); err != nil {
 			return err
 		}
-		if _, err := sqlitedb.Exec(ctx, tx, query, args(row)...); err != nil {
+		if _, err := tx.Exec(ctx, query, args(row)...); err != nil {
 			return err
 		}
 	}
@@ -100,17 +98,17 @@ func insertEach[T any](ctx, caller context.Context, tx *sql.Conn, query string, 
 // keep, in the statement journal (in memory, temp_store=MEMORY), the old
 // image of every page it changes, and in a load's transaction that is the
 // whole table: hundreds of MB for a large seed.
-func resetCounters(ctx context.Context, tx *sql.Conn) error {
+func resetCounters(ctx context.Context, tx execer) error {
 	for _, c := range []struct{ table, update string }{
 		{"users", `UPDATE users SET posts_count = (SELECT count(*) FROM posts WHERE posts.user_id = users.id) WHERE id BETWEEN ? AND ?`},
 		{"posts", `UPDATE posts SET comments_count = (SELECT count(*) FROM comments WHERE comments.post_id = posts.id) WHERE id BETWEEN ? AND ?`},
 	} {
 		var last int64
-		if err := sqlitedb.QueryRow(ctx, tx, `SELECT coalesce(max(id), 0) FROM `+c.table).Scan(&last); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM `+c.table).Scan(&last); err != nil {
 			return fmt.Errorf("count %s: %w", c.table, err)
 		}
 		for from := int64(1); from <= last; from += counterChunk {
-			if _, err := sqlitedb.Exec(ctx, tx, c.update, from, from+counterChunk-1); err != nil {
+			if _, err := tx.Exec(ctx, c.update, from, from+counterChunk-1); err != nil {
 				return fmt.Errorf("count %s: %w", c.table, err)
 			}
 		}
@@ -130,11 +128,11 @@ type Consistency = loremnews.Consistency
 // for tests and operators (it reads every row), not for the request path.
 func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, error) {
 	var c loremnews.Consistency
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
-		if err := sqlitedb.QueryRow(ctx, q, `PRAGMA integrity_check`).Scan(&c.Integrity); err != nil {
+	err := db.read(ctx, func(ctx context.Context, q querier) error {
+		if err := q.QueryRow(ctx, `PRAGMA integrity_check`).Scan(&c.Integrity); err != nil {
 			return fmt.Errorf("integrity_check: %w", err)
 		}
-		rows, err := q.QueryContext(ctx, `PRAGMA foreign_key_check`)
+		rows, err := q.Query(ctx, `PRAGMA foreign_key_check`)
 		if err != nil {
 			return fmt.Errorf("foreign_key_check: %w", err)
 		}
@@ -145,7 +143,7 @@ func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, erro
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		return sqlitedb.QueryRow(ctx, q, `SELECT
+		return q.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM users u WHERE u.posts_count <> (SELECT count(*) FROM posts p WHERE p.user_id = u.id)),
 			(SELECT count(*) FROM posts p WHERE p.comments_count <> (SELECT count(*) FROM comments c WHERE c.post_id = p.id)),
 			(SELECT count(*) FROM users), (SELECT count(*) FROM posts),
@@ -161,8 +159,8 @@ func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, erro
 // Empty reports whether the database has no users (a fresh file).
 func (db *DB) Empty(ctx context.Context) (bool, error) {
 	var n int
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
-		return sqlitedb.QueryRow(ctx, q, `SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1)`).Scan(&n)
+	err := db.read(ctx, func(ctx context.Context, q querier) error {
+		return q.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1)`).Scan(&n)
 	})
 	if err != nil {
 		return false, fmt.Errorf("check empty: %w", err)
@@ -174,8 +172,8 @@ func (db *DB) Empty(ctx context.Context) (bool, error) {
 // the rows are one consistent snapshot even while the site writes.
 func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 	ds := &loremnews.Dataset{}
-	err := db.read(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		return exportRows(ctx, tx, ds)
+	err := db.read(ctx, func(ctx context.Context, q querier) error {
+		return exportRows(ctx, q, ds)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
@@ -184,9 +182,9 @@ func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 }
 
 // exportRows reads every table into ds, in id order.
-func exportRows(ctx context.Context, tx *sql.Conn, ds *loremnews.Dataset) error {
-	err := scanAll(ctx, tx, `SELECT id, screen_name, password_digest, about, last_seen_at, posts_count, created_at, updated_at FROM users ORDER BY id`,
-		func(rows *sql.Rows) error {
+func exportRows(ctx context.Context, q querier, ds *loremnews.Dataset) error {
+	err := scanAll(ctx, q, `SELECT id, screen_name, password_digest, about, last_seen_at, posts_count, created_at, updated_at FROM users ORDER BY id`,
+		func(rows rows) error {
 			var u loremnews.User
 			err := rows.Scan(&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, nanotime.Into(&u.LastSeenAt), &u.PostsCount,
 				nanotime.Into(&u.CreatedAt), nanotime.Into(&u.UpdatedAt))
@@ -194,8 +192,8 @@ func exportRows(ctx context.Context, tx *sql.Conn, ds *loremnews.Dataset) error 
 			return err
 		})
 	if err == nil {
-		err = scanAll(ctx, tx, `SELECT id, user_id, title, description, published_at, comments_count, created_at, updated_at FROM posts ORDER BY id`,
-			func(rows *sql.Rows) error {
+		err = scanAll(ctx, q, `SELECT id, user_id, title, description, published_at, comments_count, created_at, updated_at FROM posts ORDER BY id`,
+			func(rows rows) error {
 				var p loremnews.Post
 				err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, nanotime.Into(&p.PublishedAt), &p.CommentsCount,
 					nanotime.Into(&p.CreatedAt), nanotime.Into(&p.UpdatedAt))
@@ -204,8 +202,8 @@ func exportRows(ctx context.Context, tx *sql.Conn, ds *loremnews.Dataset) error 
 			})
 	}
 	if err == nil {
-		err = scanAll(ctx, tx, `SELECT id, post_id, user_id, body, created_at, updated_at FROM comments ORDER BY id`,
-			func(rows *sql.Rows) error {
+		err = scanAll(ctx, q, `SELECT id, post_id, user_id, body, created_at, updated_at FROM comments ORDER BY id`,
+			func(rows rows) error {
 				var c loremnews.Comment
 				err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, nanotime.Into(&c.CreatedAt), nanotime.Into(&c.UpdatedAt))
 				ds.Comments = append(ds.Comments, &c)
@@ -213,8 +211,8 @@ func exportRows(ctx context.Context, tx *sql.Conn, ds *loremnews.Dataset) error 
 			})
 	}
 	if err == nil {
-		err = scanAll(ctx, tx, `SELECT id, user_id, token_digest, user_agent, ip_address, created_at, updated_at FROM sessions ORDER BY id`,
-			func(rows *sql.Rows) error {
+		err = scanAll(ctx, q, `SELECT id, user_id, token_digest, user_agent, ip_address, created_at, updated_at FROM sessions ORDER BY id`,
+			func(rows rows) error {
 				var s loremnews.Session
 				err := rows.Scan(&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, nanotime.Into(&s.CreatedAt), nanotime.Into(&s.UpdatedAt))
 				ds.Sessions = append(ds.Sessions, &s)
@@ -224,8 +222,8 @@ func exportRows(ctx context.Context, tx *sql.Conn, ds *loremnews.Dataset) error 
 	return err
 }
 
-func scanAll(ctx context.Context, q *sql.Conn, query string, scan func(*sql.Rows) error) error {
-	rows, err := q.QueryContext(ctx, query)
+func scanAll(ctx context.Context, q querier, query string, scan func(rows) error) error {
+	rows, err := q.Query(ctx, query)
 	if err != nil {
 		return err
 	}

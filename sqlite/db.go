@@ -9,7 +9,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -41,10 +40,10 @@ type Config struct {
 	OnWriteWait func(time.Duration)
 }
 
-// DB is an open Lorem News database: its SQL, on the connections,
-// writer and checkpointer of package sqlitedb.
+// DB is an open Lorem News database: its SQL, on the engine its profile
+// chose.
 type DB struct {
-	sql     *sqlitedb.DB
+	eng     engine
 	profile Profile
 	// now is the clock, replaceable in tests.
 	now func() time.Time
@@ -55,27 +54,33 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if cfg.Profile == "" {
 		cfg.Profile = ProfileSplit
 	}
-	opts, ok := cfg.Profile.options()
+	opts, base, ok := cfg.Profile.setup()
 	if !ok {
 		return nil, fmt.Errorf("sqlite: unknown profile %q (want one of %s)", cfg.Profile, strings.Join(ProfileNames(), ", "))
 	}
-	if opts.ReadConns == 0 {
-		opts.ReadConns = cfg.ReadConns
+	db := &DB{profile: cfg.Profile, now: func() time.Time { return time.Now().UTC() }}
+	if base != nil {
+		eng, err := openBaseline(ctx, cfg.DSN, *base, cfg, db.migrate)
+		if err != nil {
+			return nil, err
+		}
+		db.eng = eng
+		return db, nil
 	}
+	opts.ReadConns = cfg.ReadConns
 	opts.Timeout = cfg.WriterTimeout
 	opts.OnWriteWait = cfg.OnWriteWait
-	db := &DB{profile: cfg.Profile, now: func() time.Time { return time.Now().UTC() }}
 	opts.Setup = db.migrate
-	sdb, err := sqlitedb.Open(ctx, cfg.DSN, &opts)
+	sdb, err := sqlitedb.Open(ctx, cfg.DSN, opts)
 	if err != nil {
 		return nil, err
 	}
-	db.sql = sdb
+	db.eng = sqlitedbEngine{sdb}
 	return db, nil
 }
 
 // Name is the database file's path, for messages (loremnews.Database).
-func (db *DB) Name() string { return db.sql.Path() }
+func (db *DB) Name() string { return db.eng.path() }
 
 // Describe is "profile NAME": the connection setup is what tells SQLite
 // runs apart.
@@ -83,9 +88,9 @@ func (db *DB) Describe() string { return "profile " + string(db.profile) }
 
 // Ping reports whether the database answers a query.
 func (db *DB) Ping(ctx context.Context) error {
-	err := db.read(ctx, func(ctx context.Context, conn *sql.Conn) error {
+	err := db.read(ctx, func(ctx context.Context, q querier) error {
 		var one int
-		return conn.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
+		return q.QueryRow(ctx, `SELECT 1`).Scan(&one)
 	})
 	if err != nil {
 		return fmt.Errorf("ping: %w", err)
@@ -96,35 +101,22 @@ func (db *DB) Ping(ctx context.Context) error {
 // Close lets queued writes finish, runs PRAGMA optimize, checkpoints the
 // WAL into the main file and truncates it, then closes every connection
 // (sqlitedb.DB.Close). It is safe to call more than once.
-func (db *DB) Close() error { return db.sql.Close() }
+func (db *DB) Close() error { return db.eng.close() }
 
 // Stats is a snapshot of the data layer's counters, for /metrics and tests.
+// A baseline fills in the busy counters and its one pool (as both
+// ReadPool and WritePool), and has no writer or checkpointer of its own.
 type Stats struct {
-	Profile Profile
+	Profile    Profile
+	SharedPool bool // a baseline's one pool of connections
 	sqlitedb.Stats
 }
 
 // Stats returns the current counters.
-func (db *DB) Stats() Stats { return Stats{Profile: db.profile, Stats: db.sql.Stats()} }
-
-// DatabaseStats reports the counters in the store-neutral form /metrics reads.
-func (db *DB) DatabaseStats() loremnews.DatabaseStats {
-	s := db.Stats()
-	out := loremnews.DatabaseStats{
-		Setup: string(s.Profile),
-		Lock:  &loremnews.LockStats{BusyRetries: s.BusyRetries, BusyErrors: s.BusyErrors},
-		WriterQueue: &loremnews.WriterQueueStats{Depth: s.Writer.Depth, MaxDepth: s.Writer.MaxDepth,
-			Turns: s.Writer.Turns, Abandoned: s.Writer.Abandoned, Commits: s.Writer.Commits},
-	}
-	pool := func(name string, p sql.DBStats) loremnews.PoolStats {
-		return loremnews.PoolStats{Name: name, Open: p.OpenConnections, InUse: p.InUse, Waits: p.WaitCount, WaitTime: p.WaitDuration}
-	}
-	if s.SharedPool {
-		out.Pools = []loremnews.PoolStats{pool("shared", s.WritePool)}
-	} else {
-		out.Pools = []loremnews.PoolStats{pool("write", s.WritePool), pool("read", s.ReadPool)}
-	}
-	return out
+func (db *DB) Stats() Stats {
+	s := db.eng.stats()
+	s.Profile = db.profile
+	return s
 }
 
 // DB is the SQLite implementation of the store the web layer uses.

@@ -90,7 +90,7 @@ func TestOpen(t *testing.T) {
 			"postgres":       {sqlite.Config{DSN: "postgres://localhost/x"}, "is a PostgreSQL URL"},
 			"semicolon":      {sqlite.Config{DSN: "file:" + filepath.Join(dir, "a.db") + "?_pragma=cache_size;drop"}, "bad parameters"},
 			"bad pragma":     {sqlite.Config{DSN: "file:" + filepath.Join(dir, "a.db") + "?_pragma=cache_size(1)%3Bdrop(2)"}, `bad _pragma "cache_size(1);drop(2)"`},
-			"reserved param": {sqlite.Config{DSN: "file:" + filepath.Join(dir, "b.db") + "?_txlock=deferred"}, "parameter _txlock is set by the options"},
+			"reserved param": {sqlite.Config{DSN: "file:" + filepath.Join(dir, "b.db") + "?_txlock=deferred"}, "parameter _txlock is set by the package"},
 			"profile":        {sqlite.Config{DSN: filepath.Join(dir, "c.db"), Profile: "turbo"}, `unknown profile "turbo"`},
 		} {
 			t.Run(name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"io"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/internal/nanotime"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // Test-only access to internals, for package sqlite_test.
@@ -20,7 +20,7 @@ import (
 // returns PRAGMA name's value on each.
 func (db *DB) ReadPragmaOnEveryConn(tb testing.TB, name string) []string {
 	tb.Helper()
-	n := db.sql.Options().ReadConns
+	n := db.eng.readConns()
 	var (
 		mu   sync.Mutex
 		vals []string
@@ -31,9 +31,9 @@ func (db *DB) ReadPragmaOnEveryConn(tb testing.TB, name string) []string {
 	errs := make(chan error, n)
 	for range n {
 		wg.Go(func() {
-			errs <- db.sql.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+			errs <- db.eng.read(context.Background(), func(ctx context.Context, q querier) error {
 				var v string
-				if err := conn.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v); err != nil {
+				if err := q.QueryRow(ctx, "PRAGMA "+name).Scan(&v); err != nil {
 					return err
 				}
 				mu.Lock()
@@ -69,7 +69,7 @@ func (db *DB) HoldWriterTurn(tb testing.TB) (release func()) {
 	started, done, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		db.write(context.Background(), func(context.Context, *sql.Conn) error {
+		db.write(context.Background(), func(context.Context, execer) error {
 			close(started)
 			<-done
 			return nil
@@ -82,8 +82,8 @@ func (db *DB) HoldWriterTurn(tb testing.TB) (release func()) {
 // ExecForTest runs a statement as a write of its own.
 func (db *DB) ExecForTest(tb testing.TB, query string, args ...any) {
 	tb.Helper()
-	err := db.sql.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
-		_, err := conn.ExecContext(ctx, query, args...)
+	err := db.eng.write(context.Background(), func(ctx context.Context, tx execer) error {
+		_, err := tx.Exec(ctx, query, args...)
 		return err
 	})
 	if err != nil {
@@ -95,8 +95,8 @@ func (db *DB) ExecForTest(tb testing.TB, query string, args ...any) {
 func (db *DB) PageCount(tb testing.TB) int {
 	tb.Helper()
 	var n int
-	err := db.sql.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
-		return conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&n)
+	err := db.eng.read(context.Background(), func(ctx context.Context, q querier) error {
+		return q.QueryRow(ctx, "PRAGMA page_count").Scan(&n)
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -116,9 +116,9 @@ const (
 // through go-sqlite3's driver interface directly, skipping database/sql
 // (its locks, its Rows and Scan's conversions), to measure what that
 // layer costs on this workload.
-func (db *DB) ListingThroughDriver(ctx context.Context, conn *sql.Conn, beforeID int64, limit int) ([]*loremnews.Post, error) {
+func (db *DB) ListingThroughDriver(ctx context.Context, rx *sqlitedb.Rx, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
-	err := conn.Raw(func(dc any) error {
+	err := rx.Conn().Raw(func(dc any) error {
 		c := dc.(sqliteConn).SQLiteConnOf()
 		rows, err := c.QueryContext(ctx, listingSQL, []driver.NamedValue{{Ordinal: 1, Value: beforeID}, {Ordinal: 2, Value: int64(limit)}})
 		if err != nil {
@@ -149,14 +149,14 @@ func (db *DB) ListingThroughDriver(ctx context.Context, conn *sql.Conn, beforeID
 }
 
 // ListingThroughRowReader reads the same rows as PostsBefore does: through
-// the row reader (sqlitedb.Query).
-func (db *DB) ListingThroughRowReader(ctx context.Context, conn *sql.Conn, beforeID int64, limit int) ([]*loremnews.Post, error) {
-	return queryPosts(ctx, conn, listingTail, beforeID, limit)
+// sqlitedb's handle (Rx.Query).
+func (db *DB) ListingThroughRowReader(ctx context.Context, rx *sqlitedb.Rx, beforeID int64, limit int) ([]*loremnews.Post, error) {
+	return queryPosts(ctx, sqlitedbRx{rx}, listingTail, beforeID, limit)
 }
 
 // ListingThroughSQL reads PostsBefore's rows through database/sql.
-func (db *DB) ListingThroughSQL(ctx context.Context, conn *sql.Conn, beforeID int64, limit int) ([]*loremnews.Post, error) {
-	rows, err := conn.QueryContext(ctx, listingSQL, beforeID, limit)
+func (db *DB) ListingThroughSQL(ctx context.Context, rx *sqlitedb.Rx, beforeID int64, limit int) ([]*loremnews.Post, error) {
+	rows, err := rx.Conn().QueryContext(ctx, listingSQL, beforeID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -172,9 +172,10 @@ func (db *DB) ListingThroughSQL(ctx context.Context, conn *sql.Conn, beforeID in
 	return posts, rows.Err()
 }
 
-// OnReadConn runs fn on one read connection, in a read transaction.
-func (db *DB) OnReadConn(ctx context.Context, fn func(*sql.Conn) error) error {
-	return db.sql.Read(ctx, func(_ context.Context, conn *sql.Conn) error { return fn(conn) })
+// OnReadConn runs fn on one read connection, in a read transaction (the
+// sqlitedb profiles only).
+func (db *DB) OnReadConn(ctx context.Context, fn func(*sqlitedb.Rx) error) error {
+	return db.eng.(sqlitedbEngine).db.Read(ctx, func(_ context.Context, rx *sqlitedb.Rx) error { return fn(rx) })
 }
 
 // MigrationSQL is the body of the embedded migration with that file name

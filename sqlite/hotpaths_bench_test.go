@@ -2,13 +2,13 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"reflect"
 	"testing"
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/sqlite"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // Go benchmarks of the data layer's hot paths, on the full seed data set.
@@ -88,16 +88,16 @@ func BenchmarkBinding(b *testing.B) {
 	db := benchDB(b)
 	for _, path := range []struct {
 		name string
-		read func(context.Context, *sql.Conn, int64, int) ([]*loremnews.Post, error)
+		read func(context.Context, *sqlitedb.Rx, int64, int) ([]*loremnews.Post, error)
 	}{
 		{"database_sql", db.ListingThroughSQL},
 		{"driver", db.ListingThroughDriver},
 		{"row_reader", db.ListingThroughRowReader},
 	} {
 		b.Run(path.name, func(b *testing.B) {
-			err := db.OnReadConn(ctx, func(conn *sql.Conn) error {
+			err := db.OnReadConn(ctx, func(rx *sqlitedb.Rx) error {
 				for b.Loop() {
-					if posts, err := path.read(ctx, conn, 501, 100); err != nil || len(posts) != 100 {
+					if posts, err := path.read(ctx, rx, 501, 100); err != nil || len(posts) != 100 {
 						return fmt.Errorf("%d posts, %v", len(posts), err)
 					}
 				}
@@ -115,19 +115,19 @@ func TestBindingPathsAgree(t *testing.T) {
 	ctx := context.Background()
 	db := MustOpenDB(t, "")
 	MustSeed(t, db, 10, 150)
-	err := db.OnReadConn(ctx, func(conn *sql.Conn) error {
-		viaSQL, err := db.ListingThroughSQL(ctx, conn, 120, 100)
+	err := db.OnReadConn(ctx, func(rx *sqlitedb.Rx) error {
+		viaSQL, err := db.ListingThroughSQL(ctx, rx, 120, 100)
 		if err != nil {
 			return err
 		}
 		if len(viaSQL) != 100 {
 			t.Fatalf("database/sql read %d posts, want 100", len(viaSQL))
 		}
-		for name, read := range map[string]func(context.Context, *sql.Conn, int64, int) ([]*loremnews.Post, error){
+		for name, read := range map[string]func(context.Context, *sqlitedb.Rx, int64, int) ([]*loremnews.Post, error){
 			"the driver":     db.ListingThroughDriver,
 			"the row reader": db.ListingThroughRowReader,
 		} {
-			got, err := read(ctx, conn, 120, 100)
+			got, err := read(ctx, rx, 120, 100)
 			if err != nil {
 				return err
 			}

@@ -25,7 +25,11 @@ func (db *DB) migrate(ctx context.Context, conn *sql.Conn) error {
 	// The connection also gets loremnews_unix_nanos, which migration 0003
 	// converts DATETIME text with.
 	if err := conn.Raw(func(dc any) error {
-		return dc.(sqliteConn).SQLiteConnOf().RegisterFunc("loremnews_unix_nanos", unixNanosOfText, true)
+		c, ok := dc.(*sqlite3.SQLiteConn) // a baseline's
+		if !ok {
+			c = dc.(sqliteConn).SQLiteConnOf() // sqlitedb's
+		}
+		return c.RegisterFunc("loremnews_unix_nanos", unixNanosOfText, true)
 	}); err != nil {
 		return fmt.Errorf("register loremnews_unix_nanos: %w", err)
 	}
@@ -66,9 +70,20 @@ func unixNanosOfText(v any) (any, error) {
 // Migrations lists the applied migrations, oldest first.
 func (db *DB) Migrations(ctx context.Context) ([]string, error) {
 	var names []string
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
-		names, err = sqlitedb.AppliedMigrations(ctx, q)
-		return err
+	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+		rows, err := q.Query(ctx, `SELECT version FROM `+sqlitedb.MigrationsTable+` ORDER BY version`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				return err
+			}
+			names = append(names, name)
+		}
+		return rows.Err()
 	})
 	return names, err
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/internal/nanotime"
-	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // postColumns is the select list scanned by scanPost. Listings select only
@@ -48,8 +47,8 @@ func scanPostWithAuthor(s scanner) (*loremnews.Post, error) {
 // queryPosts lists post summaries (id, author, title, comment count,
 // creation time) with their authors' ids and screen names;
 // tail is the WHERE/ORDER/LIMIT part.
-func queryPosts(ctx context.Context, q *sql.Conn, tail string, args ...any) ([]*loremnews.Post, error) {
-	rows, err := sqlitedb.Query(ctx, q, `SELECT `+postSummaryColumns+`, `+authorColumns+`
+func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Post, error) {
+	rows, err := q.Query(ctx, `SELECT `+postSummaryColumns+`, `+authorColumns+`
 		FROM posts p JOIN users u ON u.id = p.user_id `+tail, args...)
 	if err != nil {
 		return nil, err
@@ -68,8 +67,8 @@ func queryPosts(ctx context.Context, q *sql.Conn, tail string, args ...any) ([]*
 	return posts, rows.Err()
 }
 
-func findPost(ctx context.Context, q *sql.Conn, id int64) (*loremnews.Post, error) {
-	p, err := scanPostWithAuthor(sqlitedb.QueryRow(ctx, q, `SELECT `+postColumns+`, `+authorColumns+`
+func findPost(ctx context.Context, q querier, id int64) (*loremnews.Post, error) {
+	p, err := scanPostWithAuthor(q.QueryRow(ctx, `SELECT `+postColumns+`, `+authorColumns+`
 		FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "Post not found.")
@@ -80,7 +79,7 @@ func findPost(ctx context.Context, q *sql.Conn, id int64) (*loremnews.Post, erro
 // CreatePost stores a new post by userID and counts it in the author's posts_count.
 func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) (err error) {
+	err := db.write(ctx, func(ctx context.Context, tx execer) (err error) {
 		p, err = db.insertPost(ctx, tx, userID, in)
 		return err
 	})
@@ -90,9 +89,9 @@ func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInp
 	return p, nil
 }
 
-func (db *DB) insertPost(ctx context.Context, tx *sql.Conn, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
+func (db *DB) insertPost(ctx context.Context, tx execer, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	now := db.now()
-	res, err := sqlitedb.Exec(ctx, tx, `INSERT INTO posts (user_id, title, description, published_at, created_at, updated_at)
+	res, err := tx.Exec(ctx, `INSERT INTO posts (user_id, title, description, published_at, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)`, userID, in.Title, in.Description, nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
 	if isUniqueViolation(err) {
 		return nil, errTitleTaken
@@ -105,7 +104,7 @@ func (db *DB) insertPost(ctx context.Context, tx *sql.Conn, userID int64, in lor
 	if err != nil {
 		return nil, err
 	}
-	if _, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET posts_count = posts_count + 1 WHERE id = ?`, userID); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE users SET posts_count = posts_count + 1 WHERE id = ?`, userID); err != nil {
 		return nil, err
 	}
 	return &loremnews.Post{ID: id, UserID: userID, Title: in.Title, Description: in.Description,
@@ -115,7 +114,7 @@ func (db *DB) insertPost(ctx context.Context, tx *sql.Conn, userID int64, in lor
 // FindPostByID returns the post with its author, or ENOTFOUND.
 func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
 		p, err = findPost(ctx, q, id)
 		return err
 	})
@@ -128,8 +127,8 @@ func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, erro
 // UpdatePost changes a post's title and description.
 func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		res, err := sqlitedb.Exec(ctx, tx, `UPDATE posts SET title = ?, description = ?, updated_at = ? WHERE id = ?`,
+	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+		res, err := tx.Exec(ctx, `UPDATE posts SET title = ?, description = ?, updated_at = ? WHERE id = ?`,
 			in.Title, in.Description, nanotime.Value(db.now()), id)
 		if isUniqueViolation(err) {
 			return errTitleTaken
@@ -150,7 +149,7 @@ func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) 
 
 // DeletePost removes a post; its comments go by cascade.
 func (db *DB) DeletePost(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error { return deletePost(ctx, tx, id) })
+	err := db.write(ctx, func(ctx context.Context, tx execer) error { return deletePost(ctx, tx, id) })
 	if err != nil {
 		return fmt.Errorf("delete post %d: %w", id, err)
 	}
@@ -158,15 +157,15 @@ func (db *DB) DeletePost(ctx context.Context, id int64) error {
 }
 
 // deletePost removes the post and uncounts it from its author's posts_count.
-func deletePost(ctx context.Context, tx *sql.Conn, id int64) error {
+func deletePost(ctx context.Context, tx execer, id int64) error {
 	var userID int64
-	err := sqlitedb.QueryRow(ctx, tx, `DELETE FROM posts WHERE id = ? RETURNING user_id`, id).Scan(&userID)
+	err := tx.QueryRow(ctx, `DELETE FROM posts WHERE id = ? RETURNING user_id`, id).Scan(&userID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return loremnews.Errorf(loremnews.ENOTFOUND, "Post not found.")
 	} else if err != nil {
 		return err
 	}
-	_, err = sqlitedb.Exec(ctx, tx, `UPDATE users SET posts_count = posts_count - 1 WHERE id = ?`, userID)
+	_, err = tx.Exec(ctx, `UPDATE users SET posts_count = posts_count - 1 WHERE id = ?`, userID)
 	return err
 }
 
@@ -175,7 +174,7 @@ func deletePost(ctx context.Context, tx *sql.Conn, id int64) error {
 // time (the seed inserts in date order), so "newest" is the id order.
 func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
 		posts, err = queryPosts(ctx, q, `WHERE p.id < ? ORDER BY p.id DESC LIMIT ?`, beforeID, limit)
 		return err
 	})
@@ -191,7 +190,7 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 		p        *loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
 		p, comments, err = postPage(ctx, q, id)
 		return err
 	})
@@ -202,7 +201,7 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 }
 
 // postPage reads a post with its author and comments; see PostPage.
-func postPage(ctx context.Context, q *sql.Conn, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
+func postPage(ctx context.Context, q querier, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
 	p, err := findPost(ctx, q, id)
 	if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
 		return nil, nil, wasDeleted(ctx, q, "posts", id, err)
@@ -216,9 +215,9 @@ func postPage(ctx context.Context, q *sql.Conn, id int64) (*loremnews.Post, []*l
 // wasDeleted tells a deleted row from one that never existed: ids come from
 // AUTOINCREMENT, so an absent id no larger than the table's highest issued
 // id (sqlite_sequence) was deleted. It returns EGONE or notFound.
-func wasDeleted(ctx context.Context, q *sql.Conn, table string, id int64, notFound error) error {
+func wasDeleted(ctx context.Context, q querier, table string, id int64, notFound error) error {
 	var seq sql.NullInt64
-	err := sqlitedb.QueryRow(ctx, q, `SELECT seq FROM sqlite_sequence WHERE name = ?`, table).Scan(&seq)
+	err := q.QueryRow(ctx, `SELECT seq FROM sqlite_sequence WHERE name = ?`, table).Scan(&seq)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
@@ -230,8 +229,8 @@ func wasDeleted(ctx context.Context, q *sql.Conn, table string, id int64, notFou
 
 // queryPostComments lists a post's comments, newest first, with their
 // authors; every row is on post p, so it does not join posts again.
-func queryPostComments(ctx context.Context, q *sql.Conn, p *loremnews.Post) ([]*loremnews.Comment, error) {
-	rows, err := sqlitedb.Query(ctx, q, `SELECT c.id, c.user_id, c.body, c.created_at, u.screen_name
+func queryPostComments(ctx context.Context, q querier, p *loremnews.Post) ([]*loremnews.Comment, error) {
+	rows, err := q.Query(ctx, `SELECT c.id, c.user_id, c.body, c.created_at, u.screen_name
 		FROM comments c JOIN users u ON u.id = c.user_id
 		WHERE c.post_id = ? ORDER BY c.id DESC`, p.ID)
 	if err != nil {

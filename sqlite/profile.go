@@ -108,31 +108,31 @@ var railsPragmas = []sqlitedb.Pragma{
 // in the experiment.
 const gemRetryInterval = 60 * time.Microsecond
 
-// options is the profile's setup as sqlitedb options; false if the
-// profile is unknown.
-func (p Profile) options() (sqlitedb.Options, bool) {
+// setup is the profile's setup: sqlitedb's options, or a baseline on
+// database/sql; ok is false if the profile is unknown.
+func (p Profile) setup() (opts *sqlitedb.Options, base *baseline, ok bool) {
 	// Rails opens the file with SQLite's default VFS: pread, and with its
-	// mmap_size SQLite's own memory map.
-	rails := sqlitedb.Options{SharedPool: true, ReadConns: railsPoolSize, Writer: sqlitedb.WriterNone, Pragmas: railsPragmas,
-		SQLiteVFS: true}
+	// mmap_size SQLite's own memory map. Its pool is database.yml's.
 	switch p {
 	case ProfileNaive:
-		rails.Deferred = true
-		rails.Busy = sqlitedb.BusySQLite
-		return rails, true
+		return nil, &baseline{conns: railsPoolSize, pragmas: railsPragmas, begin: `BEGIN`}, true
 	case ProfileEnhanced:
-		rails.BusyInterval = gemRetryInterval
-		return rails, true
+		return nil, &baseline{conns: railsPoolSize, pragmas: railsPragmas, begin: `BEGIN IMMEDIATE`, poll: gemRetryInterval}, true
 	case ProfileImmediate:
-		return sqlitedb.Options{SharedPool: true, Writer: sqlitedb.WriterNone, Busy: sqlitedb.BusySQLite}, true
+		return nil, &baseline{pragmas: productionPragmas, begin: `BEGIN IMMEDIATE`}, true
 	case ProfileFair:
-		return sqlitedb.Options{SharedPool: true}, true
+		return nil, &baseline{pragmas: productionPragmas, begin: `BEGIN IMMEDIATE`, poll: time.Millisecond, inTurn: true}, true
 	case ProfileSplit:
-		return sqlitedb.Options{}, true
+		return &sqlitedb.Options{}, nil, true
 	case ProfileBatch:
-		return sqlitedb.Options{Writer: sqlitedb.WriterGroupCommit}, true
+		return &sqlitedb.Options{GroupCommit: true}, nil, true
 	case ProfileDurable:
-		return sqlitedb.Options{Pragmas: []sqlitedb.Pragma{{Name: "synchronous", Value: "FULL"}}}, true
+		return &sqlitedb.Options{Pragmas: []sqlitedb.Pragma{{Name: "synchronous", Value: "FULL"}}}, nil, true
 	}
-	return sqlitedb.Options{}, false
+	return nil, nil, false
 }
+
+// productionPragmas are the pragmas the immediate and fair baselines set:
+// sqlitedb's defaults (WAL, synchronous=NORMAL, foreign keys, a 20 MB
+// cache, temporary tables in memory, no memory map of SQLite's own).
+var productionPragmas = sqlitedb.DefaultPragmas()

@@ -9,12 +9,11 @@ import (
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/internal/nanotime"
-	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // CreateSession stores a new signed-in browser and fills in its id and times.
 func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
+	err := db.write(ctx, func(ctx context.Context, tx execer) error {
 		return insertSession(ctx, tx, s, db.now())
 	})
 	if err != nil {
@@ -25,15 +24,15 @@ func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
 
 // insertSession is CreateSession inside tx, for UpdateProfile too: it stores
 // s, fills in its id and times, and marks its user seen now.
-func insertSession(ctx context.Context, tx *sql.Conn, s *loremnews.Session, now time.Time) error {
-	res, err := sqlitedb.Exec(ctx, tx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
+func insertSession(ctx context.Context, tx execer, s *loremnews.Session, now time.Time) error {
+	res, err := tx.Exec(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, nanotime.Value(now), nanotime.Value(now))
 	if isForeignKeyViolation(err) {
 		return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 	} else if err != nil {
 		return err
 	}
-	if _, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, nanotime.Value(now), s.UserID); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, nanotime.Value(now), s.UserID); err != nil {
 		return err
 	}
 	s.ID, err = res.LastInsertId()
@@ -49,8 +48,8 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 		u *loremnews.User
 	)
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
-		u, err = scanUser(sqlitedb.QueryRow(ctx, q, `SELECT `+userColumns+`, s.id, s.user_id, s.token_digest, s.user_agent, s.ip_address, s.created_at, s.updated_at
+	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+		u, err = scanUser(q.QueryRow(ctx, `SELECT `+userColumns+`, s.id, s.user_id, s.token_digest, s.user_agent, s.ip_address, s.created_at, s.updated_at
 			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = ? AND s.updated_at > ? AND s.created_at > ?`, digest, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter)),
 			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, nanotime.Into(&s.CreatedAt), nanotime.Into(&s.UpdatedAt))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -66,12 +65,12 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 
 // TouchSession records that the session's browser was seen now.
 func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
+	err := db.write(ctx, func(ctx context.Context, tx execer) error {
 		now := db.now()
-		if _, err := sqlitedb.Exec(ctx, tx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, nanotime.Value(now), s.ID); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, nanotime.Value(now), s.ID); err != nil {
 			return err
 		}
-		_, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, nanotime.Value(now), s.UserID)
+		_, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, nanotime.Value(now), s.UserID)
 		s.UpdatedAt = now
 		return err
 	})
@@ -85,8 +84,8 @@ func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
 func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.SessionLimits) ([]*loremnews.Session, error) {
 	var sessions []*loremnews.Session
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
-		rows, err := q.QueryContext(ctx, `SELECT id, user_id, user_agent, ip_address, created_at, updated_at
+	err := db.read(ctx, func(ctx context.Context, q querier) error {
+		rows, err := q.Query(ctx, `SELECT id, user_id, user_agent, ip_address, created_at, updated_at
 			FROM sessions WHERE user_id = ? AND updated_at > ? AND created_at > ? ORDER BY updated_at DESC, id DESC`, userID, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter))
 		if err != nil {
 			return err
@@ -111,8 +110,8 @@ func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.S
 // same statement is the ownership check: another user's session id is
 // ENOTFOUND, as is one that does not exist.
 func (db *DB) DeleteSession(ctx context.Context, userID, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		res, err := sqlitedb.Exec(ctx, tx, `DELETE FROM sessions WHERE id = ? AND user_id = ?`, id, userID)
+	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+		res, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = ? AND user_id = ?`, id, userID)
 		if err != nil {
 			return err
 		}
@@ -129,8 +128,8 @@ func (db *DB) DeleteSession(ctx context.Context, userID, id int64) error {
 func (db *DB) DeleteExpiredSessions(ctx context.Context, limits loremnews.SessionLimits) (int64, error) {
 	var n int64
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		res, err := sqlitedb.Exec(ctx, tx, `DELETE FROM sessions WHERE updated_at <= ? OR created_at <= ?`, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter))
+	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+		res, err := tx.Exec(ctx, `DELETE FROM sessions WHERE updated_at <= ? OR created_at <= ?`, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter))
 		if err != nil {
 			return err
 		}

@@ -1,13 +1,6 @@
 package sqlite
 
-// This file is how the store's SQL reaches the database: reads in one
-// snapshot on a read connection and writes on the writer, both through
-// package sqlitedb, with errors turned into the domain's.
-
-import (
-	"context"
-	"database/sql"
-)
+import "context"
 
 // read runs fn's queries in one read transaction on a read connection:
 // one snapshot for the whole page, and one start of a read transaction
@@ -15,13 +8,13 @@ import (
 // its whole page cache when its read transaction starts after another
 // connection committed — here, nearly always — so separate queries would
 // each read the shared pages (b-tree roots, the users table) again.
-func (db *DB) read(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error {
-	return mapError(db.sql.Read(ctx, fn))
+func (db *DB) read(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
+	return mapError(db.eng.read(ctx, fn))
 }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE … COMMIT in every
-// profile but naive) on the writer, after this process's earlier writes in
-// the profiles that queue them, and returns once it has committed.
-func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Conn) error) error {
-	return mapError(db.sql.Write(ctx, fn))
+// profile but naive), after this process's earlier writes in the profiles
+// that queue them, and returns once it has committed.
+func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx execer) error) error {
+	return mapError(db.eng.write(ctx, fn))
 }

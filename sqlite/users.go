@@ -9,7 +9,6 @@ import (
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/internal/nanotime"
-	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // userColumns is the select list scanned by scanUser, prefixed by alias.
@@ -30,9 +29,9 @@ func scanUser(s scanner, extra ...any) (*loremnews.User, error) {
 // CreateUser stores a new user.
 func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
+	err := db.write(ctx, func(ctx context.Context, tx execer) error {
 		now := db.now()
-		res, err := sqlitedb.Exec(ctx, tx, `INSERT INTO users (screen_name, password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
+		res, err := tx.Exec(ctx, `INSERT INTO users (screen_name, password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
 			screenName, passwordDigest, nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
 		if isUniqueViolation(err) {
 			return errScreenNameTaken
@@ -55,7 +54,7 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 // FindUserByID returns the user or an ENOTFOUND error.
 func (db *DB) FindUserByID(ctx context.Context, id int64) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
 		u, err = findUser(ctx, q, id)
 		return err
 	})
@@ -68,8 +67,8 @@ func (db *DB) FindUserByID(ctx context.Context, id int64) (*loremnews.User, erro
 // FindUserByScreenName returns the user (case-insensitively) or ENOTFOUND.
 func (db *DB) FindUserByScreenName(ctx context.Context, screenName string) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
-		u, err = scanUser(sqlitedb.QueryRow(ctx, q, `SELECT `+userColumns+` FROM users u WHERE u.screen_name = ?`, screenName))
+	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+		u, err = scanUser(q.QueryRow(ctx, `SELECT `+userColumns+` FROM users u WHERE u.screen_name = ?`, screenName))
 		if errors.Is(err, sql.ErrNoRows) {
 			return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 		}
@@ -81,8 +80,8 @@ func (db *DB) FindUserByScreenName(ctx context.Context, screenName string) (*lor
 	return u, nil
 }
 
-func findUser(ctx context.Context, q *sql.Conn, id int64) (*loremnews.User, error) {
-	u, err := scanUser(sqlitedb.QueryRow(ctx, q, `SELECT `+userColumns+` FROM users u WHERE u.id = ?`, id))
+func findUser(ctx context.Context, q querier, id int64) (*loremnews.User, error) {
+	u, err := scanUser(q.QueryRow(ctx, `SELECT `+userColumns+` FROM users u WHERE u.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 	}
@@ -95,9 +94,9 @@ func findUser(ctx context.Context, q *sql.Conn, id int64) (*loremnews.User, erro
 // sessions as they were.
 func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileChange) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
+	err := db.write(ctx, func(ctx context.Context, tx execer) error {
 		now := db.now()
-		res, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET screen_name = ?, about = ?,
+		res, err := tx.Exec(ctx, `UPDATE users SET screen_name = ?, about = ?,
 			password_digest = CASE WHEN ? = '' THEN password_digest ELSE ? END, updated_at = ? WHERE id = ?`,
 			c.ScreenName, c.About, c.PasswordDigest, c.PasswordDigest, nanotime.Value(now), id)
 		if isUniqueViolation(err) {
@@ -109,7 +108,7 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 			return err
 		}
 		if c.PasswordDigest != "" {
-			if _, err := sqlitedb.Exec(ctx, tx, `DELETE FROM sessions WHERE user_id = ?`, id); err != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = ?`, id); err != nil {
 				return err
 			}
 			if c.NewSession != nil {
@@ -132,8 +131,8 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 // oldDigest, in one statement, so a password changed meanwhile stays.
 func (db *DB) RehashPassword(ctx context.Context, id int64, oldDigest, newDigest string) (bool, error) {
 	var done bool
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		res, err := sqlitedb.Exec(ctx, tx, `UPDATE users SET password_digest = ? WHERE id = ? AND password_digest = ?`, newDigest, id, oldDigest)
+	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+		res, err := tx.Exec(ctx, `UPDATE users SET password_digest = ? WHERE id = ? AND password_digest = ?`, newDigest, id, oldDigest)
 		if err != nil {
 			return err
 		}
@@ -152,13 +151,13 @@ func (db *DB) RehashPassword(ctx context.Context, id int64, oldDigest, newDigest
 // those posts' comments_count, so those counters are fixed first, in the
 // same transaction.
 func (db *DB) DeleteUser(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx *sql.Conn) error {
-		if _, err := sqlitedb.Exec(ctx, tx, `UPDATE posts SET comments_count = comments_count -
+	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+		if _, err := tx.Exec(ctx, `UPDATE posts SET comments_count = comments_count -
 				(SELECT count(*) FROM comments c WHERE c.post_id = posts.id AND c.user_id = ?1)
 			WHERE user_id <> ?1 AND id IN (SELECT post_id FROM comments WHERE user_id = ?1)`, id); err != nil {
 			return err
 		}
-		res, err := sqlitedb.Exec(ctx, tx, `DELETE FROM users WHERE id = ?`, id)
+		res, err := tx.Exec(ctx, `DELETE FROM users WHERE id = ?`, id)
 		if err != nil {
 			return err
 		}
@@ -179,7 +178,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 		posts    []*loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
 		u, posts, comments, err = userPage(ctx, q, id, limit)
 		return err
 	})
@@ -190,7 +189,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 }
 
 // userPage reads a user with their newest posts and comments; see UserPage.
-func userPage(ctx context.Context, q *sql.Conn, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
+func userPage(ctx context.Context, q querier, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
 	u, err := findUser(ctx, q, id)
 	if err != nil {
 		return nil, nil, nil, err
@@ -206,14 +205,14 @@ func userPage(ctx context.Context, q *sql.Conn, id int64, limit int) (*loremnews
 	}
 	// A range count of the user's entries in index_comments_on_user_id,
 	// whose first pages the listing above has just read.
-	err = sqlitedb.QueryRow(ctx, q, `SELECT count(*) FROM comments WHERE user_id = ?`, id).Scan(&u.CommentsCount)
+	err = q.QueryRow(ctx, `SELECT count(*) FROM comments WHERE user_id = ?`, id).Scan(&u.CommentsCount)
 	return u, posts, comments, err
 }
 
 // UserPosts lists the user's posts with id < beforeID, newest first.
 func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
+	err := db.read(ctx, func(ctx context.Context, q querier) error {
 		author, err := findAuthor(ctx, q, userID)
 		if err != nil {
 			return err
@@ -230,7 +229,7 @@ func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) 
 // UserComments lists the user's comments with id < beforeID, newest first.
 func (db *DB) UserComments(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	var comments []*loremnews.Comment
-	err := db.read(ctx, func(ctx context.Context, q *sql.Conn) error {
+	err := db.read(ctx, func(ctx context.Context, q querier) error {
 		author, err := findAuthor(ctx, q, userID)
 		if err != nil {
 			return err
@@ -245,17 +244,17 @@ func (db *DB) UserComments(ctx context.Context, userID, beforeID int64, limit in
 }
 
 // findAuthor is the id and screen name of a user, or ENOTFOUND.
-func findAuthor(ctx context.Context, q *sql.Conn, id int64) (*loremnews.User, error) {
+func findAuthor(ctx context.Context, q querier, id int64) (*loremnews.User, error) {
 	u := &loremnews.User{ID: id}
-	err := sqlitedb.QueryRow(ctx, q, `SELECT screen_name FROM users WHERE id = ?`, id).Scan(&u.ScreenName)
+	err := q.QueryRow(ctx, `SELECT screen_name FROM users WHERE id = ?`, id).Scan(&u.ScreenName)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 	}
 	return u, err
 }
 
-func queryUserPosts(ctx context.Context, q *sql.Conn, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Post, error) {
-	rows, err := sqlitedb.Query(ctx, q, `SELECT `+postSummaryColumns+` FROM posts p
+func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Post, error) {
+	rows, err := q.Query(ctx, `SELECT `+postSummaryColumns+` FROM posts p
 		WHERE p.user_id = ? AND p.id < ? ORDER BY p.id DESC LIMIT ?`, author.ID, beforeID, limit)
 	if err != nil {
 		return nil, err
@@ -274,8 +273,8 @@ func queryUserPosts(ctx context.Context, q *sql.Conn, author *loremnews.User, be
 	return posts, rows.Err()
 }
 
-func queryUserComments(ctx context.Context, q *sql.Conn, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
-	rows, err := sqlitedb.Query(ctx, q, `SELECT c.id, c.post_id, c.body, c.created_at, p.title
+func queryUserComments(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
+	rows, err := q.Query(ctx, `SELECT c.id, c.post_id, c.body, c.created_at, p.title
 		FROM comments c JOIN posts p ON p.id = c.post_id
 		WHERE c.user_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`, author.ID, beforeID, limit)
 	if err != nil {

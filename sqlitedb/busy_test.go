@@ -2,8 +2,6 @@ package sqlitedb_test
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -37,13 +35,13 @@ func counterLoad(t *testing.T, db *sqlitedb.DB, writers, readers, iterations int
 	for range writers {
 		wg.Go(func() {
 			for range iterations {
-				err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
+				err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 					var n int64
-					if err := conn.QueryRowContext(ctx, `SELECT n FROM counter WHERE id = 1`).Scan(&n); err != nil {
+					if err := tx.QueryRow(ctx, `SELECT n FROM counter WHERE id = 1`).Scan(&n); err != nil {
 						return err
 					}
 					runtime.Gosched() // what a request does between its read and its write
-					_, err := conn.ExecContext(ctx, `UPDATE counter SET n = ? WHERE id = 1`, n+1)
+					_, err := tx.Exec(ctx, `UPDATE counter SET n = ? WHERE id = 1`, n+1)
 					return err
 				})
 				if err != nil {
@@ -59,12 +57,12 @@ func counterLoad(t *testing.T, db *sqlitedb.DB, writers, readers, iterations int
 			var last int64
 			for range iterations {
 				var first, second int64
-				err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-					if err := conn.QueryRowContext(ctx, `SELECT n FROM counter WHERE id = 1`).Scan(&first); err != nil {
+				err := db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+					if err := rx.QueryRow(ctx, `SELECT n FROM counter WHERE id = 1`).Scan(&first); err != nil {
 						return err
 					}
 					time.Sleep(100 * time.Microsecond) // let writers commit meanwhile
-					return conn.QueryRowContext(ctx, `SELECT n FROM counter WHERE id = 1`).Scan(&second)
+					return rx.QueryRow(ctx, `SELECT n FROM counter WHERE id = 1`).Scan(&second)
 				})
 				switch {
 				case err != nil:
@@ -103,84 +101,4 @@ func TestNoBusyErrors(t *testing.T) {
 	if s := db.Stats(); s.BusyErrors != 0 || s.BusyRetries != 0 {
 		t.Errorf("%d busy errors, %d busy retries; want none", s.BusyErrors, s.BusyRetries)
 	}
-}
-
-// The departures from the defaults that database/sql's usual setup amounts
-// to (one shared pool, deferred transactions, writes on their callers'
-// goroutines, SQLite's busy handler) do get SQLITE_BUSY under the same
-// load: a deferred transaction that has read cannot take the write lock
-// once another connection has written, and no busy timeout helps it.
-func TestSharedPoolDeferredGetsBusy(t *testing.T) {
-	opts := sqlitedb.Options{SharedPool: true, Deferred: true, Writer: sqlitedb.WriterNone, Busy: sqlitedb.BusySQLite}
-
-	// Two write transactions that both read before either writes: one of
-	// them must fail, whatever the timing.
-	t.Run("two-connections", func(t *testing.T) {
-		ctx := context.Background()
-		o := opts
-		o.ReadConns = 2
-		db, _ := openDB(t, &o)
-		mustExec(t, db, `CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)`)
-		mustExec(t, db, `INSERT INTO counter (id, n) VALUES (1, 0)`)
-		var read, wg sync.WaitGroup
-		read.Add(2)
-		errs := make([]error, 2)
-		for i := range 2 {
-			wg.Go(func() {
-				errs[i] = db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-					var n int64
-					err := conn.QueryRowContext(ctx, `SELECT n FROM counter WHERE id = 1`).Scan(&n)
-					read.Done()
-					if err != nil {
-						return err
-					}
-					read.Wait() // both have read
-					_, err = conn.ExecContext(ctx, `UPDATE counter SET n = ? WHERE id = 1`, n+1)
-					return err
-				})
-			})
-		}
-		waitGroup(t, &wg, "the two writes to finish")
-		var busy, ok int
-		for _, err := range errs {
-			switch {
-			case err == nil:
-				ok++
-			case sqlitedb.IsBusy(err) && errors.Is(err, sqlitedb.ErrBusy):
-				busy++
-			default:
-				t.Errorf("unexpected error: %v", err)
-			}
-		}
-		if ok != 1 || busy != 1 {
-			t.Fatalf("%d succeeded, %d busy (%v); want one of each", ok, busy, errs)
-		}
-		if got := queryInt(t, db, `SELECT n FROM counter WHERE id = 1`); got != 1 {
-			t.Fatalf("counter %d, want 1", got)
-		}
-		if s := db.Stats(); s.BusyErrors != 1 {
-			t.Fatalf("%d busy errors counted, want 1", s.BusyErrors)
-		}
-	})
-
-	t.Run("load", func(t *testing.T) {
-		const writers, readers, iterations = 64, 64, 10
-		db, _ := openDB(t, &opts)
-		ok, errs := counterLoad(t, db, writers, readers, iterations)
-		busy := 0
-		for _, err := range errs {
-			if sqlitedb.IsBusy(err) {
-				busy++
-			} else {
-				t.Errorf("an error other than busy: %v", err)
-			}
-		}
-		t.Logf("%d writes succeeded, %d busy errors", ok, busy)
-		if busy == 0 {
-			t.Fatal("no busy error; want some")
-		}
-		if s := db.Stats(); s.BusyErrors != int64(busy) {
-			t.Fatalf("%d busy errors counted, %d returned", s.BusyErrors, busy)
-		}
-	})
 }

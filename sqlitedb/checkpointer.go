@@ -102,8 +102,8 @@ func newCheckpointer(conn, writeDB *sql.DB, frames func() int) *checkpointer {
 //   - past walHardLimit, it runs a RESTART checkpoint inline, whatever
 //     the checkpointer is doing.
 func (c *checkpointer) committed() {
-	// With WriterNone, writes commit on their callers' goroutines, and two
-	// can get here at once.
+	// Only the writer goroutine commits, so the lock is never contended;
+	// it keeps nextRestart and the inline checkpoints to one caller.
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lastCommit.Store(time.Now().UnixNano())

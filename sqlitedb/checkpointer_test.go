@@ -2,7 +2,6 @@ package sqlitedb_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/binary"
 	"io"
 	"os"
@@ -56,8 +55,8 @@ func writeRows(t *testing.T, db *sqlitedb.DB, path string, n int) (largestWAL in
 	t.Helper()
 	ctx := context.Background()
 	for i := range n {
-		err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-			_, err := conn.ExecContext(ctx, `INSERT INTO t (n, body) VALUES (?, randomblob(3000))`, i)
+		err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO t (n, body) VALUES (?, randomblob(3000))`, i)
 			return err
 		})
 		if err != nil {
@@ -136,9 +135,9 @@ func TestCheckpointerKeepsTheWALSmall(t *testing.T) {
 	db, path := openDB(t, nil)
 	mustExec(t, db, `CREATE TABLE t (seq INTEGER PRIMARY KEY AUTOINCREMENT, n INTEGER NOT NULL, body BLOB)`)
 	stopReaders := readUntilStopped(t, 4, func() error {
-		err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		err := db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
 			var n int
-			return conn.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT n FROM t ORDER BY seq DESC LIMIT 10)`).Scan(&n)
+			return rx.QueryRow(ctx, `SELECT count(*) FROM (SELECT n FROM t ORDER BY seq DESC LIMIT 10)`).Scan(&n)
 		})
 		time.Sleep(100 * time.Microsecond)
 		return err
@@ -169,89 +168,16 @@ func TestCheckpointerKeepsTheWALSmall(t *testing.T) {
 	}
 }
 
-// With SQLiteCheckpoints, the package's checkpointer does not run, and
-// SQLite's own automatic checkpoints (which the checkpointer turns off)
-// keep the WAL small.
-func TestSQLiteCheckpointsLeaveItToSQLite(t *testing.T) {
-	db, path := openDB(t, &sqlitedb.Options{SQLiteCheckpoints: true})
-	mustExec(t, db, `CREATE TABLE t (seq INTEGER PRIMARY KEY AUTOINCREMENT, n INTEGER NOT NULL, body BLOB)`)
-	const writes = 3000
-	largest, restarts := writeRows(t, db, path, writes)
-	s := db.Stats().Checkpoints
-	t.Logf("largest WAL seen: %d bytes; started over %d times; checkpoints %+v", largest, restarts, s)
-	if s != (sqlitedb.CheckpointStats{}) {
-		t.Errorf("checkpoints %+v with SQLiteCheckpoints; want none from the package", s)
-	}
-	if got := autocheckpoint(t, db); got != 1000 {
-		t.Errorf("wal_autocheckpoint on the write connection is %d, want SQLite's 1000", got)
-	}
-	// Without any checkpoint the WAL would hold all 12,000 frames.
-	if limit := int64(2 * 1000 * (pageSize + 24)); largest > limit || restarts == 0 {
-		t.Errorf("the WAL grew to %d bytes (want at most %d) and started over %d times: SQLite's automatic checkpoints did not run", largest, limit, restarts)
-	}
-	if got := queryInt(t, db, `SELECT count(*) FROM t`); got != writes {
-		t.Fatalf("%d rows, want %d", got, writes)
-	}
-}
-
 // autocheckpoint is PRAGMA wal_autocheckpoint on the write connection: 0
 // when another WAL hook replaced SQLite's automatic checkpoints.
 func autocheckpoint(t *testing.T, db *sqlitedb.DB) int {
 	t.Helper()
 	var n int
-	err := db.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
-		return conn.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&n)
+	err := db.Write(context.Background(), func(ctx context.Context, tx *sqlitedb.Tx) error {
+		return tx.QueryRow(ctx, `PRAGMA wal_autocheckpoint`).Scan(&n)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// With WriterNone, writes commit on their callers' goroutines, and each
-// then tells the checkpointer; past the WAL's hard limit, with a reader on
-// an old snapshot holding every checkpoint up, those calls decide about a
-// RESTART at once. The race detector finds them sharing state unguarded if
-// they are not serialized.
-func TestCheckpointerWithConcurrentCommitters(t *testing.T) {
-	db, path := openDB(t, &sqlitedb.Options{Writer: sqlitedb.WriterNone})
-	mustExec(t, db, `CREATE TABLE b (id INTEGER PRIMARY KEY, data BLOB)`)
-	mustExec(t, db, `INSERT INTO b (data) VALUES (randomblob(100))`)
-	plain, err := sql.Open("sqlite3", "file:"+path+"?vfs=unix")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
-	tx, err := plain.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	var n int
-	if err := tx.QueryRow(`SELECT count(*) FROM b`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for range 150 {
-				err := db.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
-					_, err := conn.ExecContext(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 40)
-						INSERT INTO b (data) SELECT randomblob(4000) FROM c`)
-					return err
-				})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	waitGroup(t, &wg, "the writers")
-	if s := db.Stats().Checkpoints; s.Restarts == 0 {
-		t.Errorf("no RESTART was tried (%+v): the WAL never passed its hard limit, so the test proved nothing", s)
-	}
-	if got := queryInt(t, db, `SELECT count(*) FROM b`); got != 1+4*150*40 {
-		t.Errorf("%d rows, want %d", got, 1+4*150*40)
-	}
 }

@@ -2,7 +2,6 @@ package sqlitedb_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -22,7 +21,7 @@ func TestCloseWhileBusy(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "close.db")
-			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{Writer: m.mode, Timeout: within})
+			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{GroupCommit: m.groupCommit, Timeout: within})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +46,7 @@ func TestCloseWhileBusy(t *testing.T) {
 			go func() { closed <- db.Close() }()
 			// Close has begun once a read is refused.
 			waitFor(t, "Close to begin", func() bool {
-				return errors.Is(db.Read(ctx, func(context.Context, *sql.Conn) error { return nil }), sqlitedb.ErrClosed)
+				return errors.Is(db.Read(ctx, func(context.Context, *sqlitedb.Rx) error { return nil }), sqlitedb.ErrClosed)
 			})
 			select {
 			case err := <-closed:
@@ -66,11 +65,12 @@ func TestCloseWhileBusy(t *testing.T) {
 			if err := db.Close(); err != nil {
 				t.Errorf("a second Close: %v", err)
 			}
-			noop := func(context.Context, *sql.Conn) error { return nil }
+			readNoop := func(context.Context, *sqlitedb.Rx) error { return nil }
+			writeNoop := func(context.Context, *sqlitedb.Tx) error { return nil }
 			for name, err := range map[string]error{
-				"Read":     db.Read(ctx, noop),
-				"Write":    db.Write(ctx, noop),
-				"Coalesce": db.Coalesce(ctx, noop),
+				"Read":     db.Read(ctx, readNoop),
+				"Write":    db.Write(ctx, writeNoop),
+				"Coalesce": db.Coalesce(ctx, writeNoop),
 				"Backup":   db.Backup(ctx, filepath.Join(t.TempDir(), "backup.db")),
 			} {
 				if !errors.Is(err, sqlitedb.ErrClosed) {

@@ -214,7 +214,7 @@ func (c *driverConn) bind(s *C.sqlite3_stmt, args []any) error {
 		case nil:
 			rc = C.sqlite3_bind_null(s, col)
 		default:
-			return fmt.Errorf("sqlitedb: argument %d: cannot bind a %T (want int64, int, bool, float64, string, []byte or nil)", i+1, a)
+			return fmt.Errorf("sqlitedb: argument %d: cannot bind a %T (want int64, int, int32, bool, float64, string, []byte or nil)", i+1, a)
 		}
 		if rc != C.LITE_OK {
 			return c.lastError(rc)
@@ -328,7 +328,21 @@ func (c *driverConn) queryInt(query string, v *int64) error {
 
 // execOn runs exec on conn, a connection of a DB's pool: what BEGIN and
 // COMMIT cost through database/sql (a driver.Result, locks, an interface
-// per call) is more than SQLite's own work for them.
+// per call) is more than SQLite's own work for them. On a connection the
+// driver opened for another pool (Migrate's), it runs the statement
+// through database/sql.
 func execOn(conn *sql.Conn, query string) error {
-	return conn.Raw(func(dc any) error { return dc.(*driverConn).exec(query) })
+	foreign := false
+	err := conn.Raw(func(dc any) error {
+		c, ok := dc.(*driverConn)
+		if !ok {
+			foreign = true
+			return nil
+		}
+		return c.exec(query)
+	})
+	if foreign {
+		_, err = conn.ExecContext(context.Background(), query)
+	}
+	return err
 }

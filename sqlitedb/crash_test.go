@@ -90,15 +90,14 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	defer db.Close()
 	var integrity string
 	var ids []int64
-	err = db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
-		if err := conn.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&integrity); err != nil {
+	err = db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
+		if err := rx.QueryRow(ctx, `PRAGMA integrity_check`).Scan(&integrity); err != nil {
 			return err
 		}
-		rows, err := conn.QueryContext(ctx, `SELECT id FROM t`)
+		rows, err := rx.Query(ctx, `SELECT id FROM t`)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
 		for rows.Next() {
 			var id int64
 			if err := rows.Scan(&id); err != nil {
@@ -150,8 +149,8 @@ func crashChild(path string) {
 					return
 				}
 				var id int64
-				err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-					return conn.QueryRowContext(ctx, `INSERT INTO t (body) VALUES (randomblob(500)) RETURNING id`).Scan(&id)
+				err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+					return tx.QueryRow(ctx, `INSERT INTO t (body) VALUES (randomblob(500)) RETURNING id`).Scan(&id)
 				})
 				if err != nil {
 					fmt.Fprintln(os.Stderr, "crash child: write:", err)

@@ -17,23 +17,23 @@ import (
 	"github.com/mattn/go-sqlite3"
 )
 
-// DB is an open SQLite database: a read pool, one write connection and
-// the goroutine that writes on it (or, with other Options, what they
-// choose). It is safe for concurrent use.
+// DB is an open SQLite database: a read pool, one write connection, the
+// goroutine that writes on it and the goroutine that checkpoints. It is
+// safe for concurrent use.
 type DB struct {
 	path    string
 	opts    Options
 	pragmas []Pragma // run on every connection
 	dsn     dsn
 
-	readDB  *sql.DB       // reads: the read-only pool, or the shared pool
-	writeDB *sql.DB       // writes: one connection, or the shared pool
-	readers chan struct{} // with a read pool of its own: one slot per read connection, taken in arrival order
+	readDB  *sql.DB       // reads: the query_only pool
+	writeDB *sql.DB       // writes: one connection
+	readers chan struct{} // one slot per read connection, taken in arrival order
 
-	writer       *writer       // unless WriterNone
-	checkpointer *checkpointer // unless SQLiteCheckpoints or SharedPool
+	writer       *writer
+	checkpointer *checkpointer
 
-	busyRetries atomic.Int64 // BEGINs (and shared-pool reads) retried after SQLITE_BUSY
+	busyRetries atomic.Int64 // BEGINs retried after SQLITE_BUSY
 	busyErrors  atomic.Int64 // SQLITE_BUSY errors returned to callers
 	readWaits   atomic.Int64 // reads that found every read connection taken
 	readWaitNs  atomic.Int64 // their total wait, in nanoseconds
@@ -71,32 +71,28 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 	}
 	db := &DB{path: d.path, opts: o, pragmas: pragmas, dsn: d}
 
-	db.writeDB = sql.OpenDB(newConnector(d, o.busyTimeout(), o.Timeout, pragmas, o.StatementCache, o.SQLiteVFS))
-	if o.SharedPool {
-		db.writeDB.SetMaxOpenConns(o.ReadConns)
-		db.writeDB.SetMaxIdleConns(o.ReadConns)
-		db.readDB = db.writeDB
-	} else {
-		// Exactly one write connection: SQLite allows one writer at a time
-		// anyway, and a second connection would only wait on the lock.
-		db.writeDB.SetMaxOpenConns(1)
-		db.writeDB.SetMaxIdleConns(1)
-		// The read pool is query_only, so a bug can never write through
-		// it. SQLite's own busy handler is fine here: in WAL mode a reader
-		// waits only on crash recovery, never on a writer.
-		readPragmas := mergePragmas(pragmas, []Pragma{{"query_only", "ON"}})
-		db.readDB = sql.OpenDB(newConnector(d, o.Timeout, o.Timeout, readPragmas, o.StatementCache, o.SQLiteVFS))
-		db.readDB.SetMaxOpenConns(o.ReadConns)
-		db.readDB.SetMaxIdleConns(o.ReadConns)
-		db.readers = make(chan struct{}, o.ReadConns)
-	}
+	// Writes poll for SQLite's lock themselves (whileBusy): SQLite's
+	// busy timeout is 0 on the write connection.
+	db.writeDB = sql.OpenDB(newConnector(d, 0, o.Timeout, pragmas, o.StatementCache, o.SQLiteVFS))
+	// Exactly one write connection: SQLite allows one writer at a time
+	// anyway, and a second connection would only wait on the lock.
+	db.writeDB.SetMaxOpenConns(1)
+	db.writeDB.SetMaxIdleConns(1)
+	// The read pool is query_only, so a bug can never write through it.
+	// SQLite's own busy handler is fine here: in WAL mode a reader waits
+	// only on crash recovery, never on a writer.
+	readPragmas := mergePragmas(pragmas, []Pragma{{"query_only", "ON"}})
+	db.readDB = sql.OpenDB(newConnector(d, o.Timeout, o.Timeout, readPragmas, o.StatementCache, o.SQLiteVFS))
+	db.readDB.SetMaxOpenConns(o.ReadConns)
+	db.readDB.SetMaxIdleConns(o.ReadConns)
+	db.readers = make(chan struct{}, o.ReadConns)
 	// Connections are cheap to keep and costly to reopen (each parses the
 	// schema again), so they never expire.
 	db.writeDB.SetConnMaxLifetime(0)
 	db.readDB.SetConnMaxLifetime(0)
 
 	fail := func(what string, err error) (*DB, error) {
-		if db.checkpointer != nil {
+		if db.checkpointer != nil { // not yet started if the first ping failed
 			db.checkpointer.close()
 		}
 		db.closePools()
@@ -105,22 +101,19 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 	if err := db.writeDB.PingContext(ctx); err != nil {
 		return fail("open", err)
 	}
-	if o.checkpointer() {
-		if err := db.startCheckpointer(ctx); err != nil {
-			return fail("open", err)
-		}
+	if err := db.startCheckpointer(ctx); err != nil {
+		return fail("open", err)
 	}
 	if o.Setup != nil {
 		if err := db.setup(ctx); err != nil {
 			return fail("set up", err)
 		}
 	}
-	switch o.Writer {
-	case WriterQueue:
-		db.writer = newWriter(db, 1)
-	case WriterGroupCommit:
-		db.writer = newWriter(db, groupCommitBatch)
+	batch := 1
+	if o.GroupCommit {
+		batch = groupCommitBatch
 	}
+	db.writer = newWriter(db, batch)
 	return db, nil
 }
 
@@ -133,12 +126,10 @@ func (db *DB) setup(ctx context.Context) error {
 	}
 	defer conn.Close()
 	bg := context.WithoutCancel(ctx)
-	if db.opts.busyTimeout() != db.opts.Timeout {
-		if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout = `+strconv.FormatInt(db.opts.Timeout.Milliseconds(), 10)); err != nil {
-			return err
-		}
-		defer conn.ExecContext(bg, `PRAGMA busy_timeout = `+strconv.FormatInt(db.opts.busyTimeout().Milliseconds(), 10))
+	if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout = `+strconv.FormatInt(db.opts.Timeout.Milliseconds(), 10)); err != nil {
+		return err
 	}
+	defer conn.ExecContext(bg, `PRAGMA busy_timeout = 0`)
 	err = db.opts.Setup(ctx, conn)
 	// Setup must leave no transaction open: the connection goes on to serve
 	// every write. If it did, roll it back and say so.
@@ -195,13 +186,9 @@ func (db *DB) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var errs []error
-		if db.writer != nil {
-			db.writer.close() // runs what is queued, then stops
-		}
-		if db.checkpointer != nil {
-			// Stopped first: the TRUNCATE below must not meet it.
-			errs = append(errs, db.checkpointer.close())
-		}
+		db.writer.close() // runs what is queued, then stops
+		// Stopped next: the TRUNCATE below must not meet it.
+		errs = append(errs, db.checkpointer.close())
 		if _, err := db.writeDB.ExecContext(ctx, `PRAGMA optimize`); err != nil {
 			errs = append(errs, fmt.Errorf("optimize: %w", err))
 		}
@@ -221,12 +208,7 @@ func (db *DB) Close() error {
 // closePools closes the connection pools, once the writer and the
 // checkpointer have stopped.
 func (db *DB) closePools() error {
-	var errs []error
-	if db.readDB != db.writeDB {
-		errs = append(errs, db.readDB.Close())
-	}
-	errs = append(errs, db.writeDB.Close())
-	return errors.Join(errs...)
+	return errors.Join(db.readDB.Close(), db.writeDB.Close())
 }
 
 // Backup writes a consistent copy of the database to path (which must not

@@ -219,8 +219,8 @@ func (d *diffRun) run(steps int) {
 	}
 	d.checkCopy(ctx)
 	var resA, resB string
-	err := d.a.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		return conn.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&resA)
+	err := d.a.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		return rx.QueryRow(ctx, `PRAGMA integrity_check`).Scan(&resA)
 	})
 	if err != nil || resA != "ok" {
 		d.fatalf("integrity check of A: %v %s", err, resA)
@@ -230,7 +230,7 @@ func (d *diffRun) run(steps int) {
 	}
 
 	// A alone, closed and opened again with the unix VFS, holds B's rows.
-	want, n, err := diffDigest(ctx, d.b)
+	want, n, err := diffDigest(ctx, sqlRows(d.b))
 	if err != nil {
 		d.fatalf("B: %v", err)
 	}
@@ -251,7 +251,7 @@ func (d *diffRun) run(steps int) {
 		d.fatalf("%v", err)
 	}
 	defer reopened.Close()
-	got, _, err := diffDigest(ctx, reopened)
+	got, _, err := diffDigest(ctx, sqlRows(reopened))
 	if err != nil || got != want {
 		d.fatalf("A, closed and opened again with the unix VFS: digest %s (%v), B's %s", got, err, want)
 	}
@@ -479,8 +479,8 @@ func (d *diffRun) onA(ctx context.Context, tx diffTx) error {
 	case "A2":
 		db = d.a2
 	}
-	err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		if err := runOps(ctx, conn, tx.ops); err != nil {
+	err := db.Write(ctx, func(ctx context.Context, wtx *sqlitedb.Tx) error {
+		if err := runOps(ctx, wtx.Exec, tx.ops); err != nil {
 			return err
 		}
 		if tx.rollback {
@@ -497,13 +497,13 @@ func (d *diffRun) onA(ctx context.Context, tx diffTx) error {
 	return err
 }
 
-type diffExecer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
+// diffExec runs one statement: a write handle's Exec, or database/sql's
+// ExecContext.
+type diffExec func(ctx context.Context, query string, args ...any) (sql.Result, error)
 
-func runOps(ctx context.Context, e diffExecer, ops []diffOp) error {
+func runOps(ctx context.Context, exec diffExec, ops []diffOp) error {
 	for _, op := range ops {
-		if _, err := e.ExecContext(ctx, op.query, op.args...); err != nil {
+		if _, err := exec(ctx, op.query, op.args...); err != nil {
 			return fmt.Errorf("%s: %w", op.query, err)
 		}
 	}
@@ -516,7 +516,7 @@ func applyTx(ctx context.Context, conn *sql.Conn, tx diffTx) error {
 	if err != nil {
 		return err
 	}
-	if err := runOps(ctx, stx, tx.ops); err != nil {
+	if err := runOps(ctx, stx.ExecContext, tx.ops); err != nil {
 		stx.Rollback()
 		return err
 	}
@@ -596,9 +596,9 @@ func (d *diffRun) outsideA(ctx context.Context, via, stmt string) {
 	}
 }
 
-// toggleA2 opens the second DB on A's file, each time with the next way
-// of running writes, or closes it (which checkpoints and truncates the
-// WAL while A stays open).
+// toggleA2 opens the second DB on A's file, with group commit every other
+// time, or closes it (which checkpoints and truncates the WAL while A
+// stays open).
 func (d *diffRun) toggleA2(ctx context.Context) {
 	if d.a2 != nil {
 		if err := d.a2.Close(); err != nil {
@@ -607,8 +607,7 @@ func (d *diffRun) toggleA2(ctx context.Context) {
 		d.a2 = nil
 		return
 	}
-	mode := []sqlitedb.WriterMode{sqlitedb.WriterGroupCommit, sqlitedb.WriterNone, sqlitedb.WriterQueue}[d.a2Opened%3]
-	a2, err := sqlitedb.Open(ctx, d.pathA, &sqlitedb.Options{Pragmas: diffPragmas, ReadConns: 2, Writer: mode})
+	a2, err := sqlitedb.Open(ctx, d.pathA, &sqlitedb.Options{Pragmas: diffPragmas, ReadConns: 2, GroupCommit: d.a2Opened%2 == 0})
 	if err != nil {
 		d.fatalf("open the second DB: %v", err)
 	}
@@ -619,7 +618,7 @@ func (d *diffRun) toggleA2(ctx context.Context) {
 // compare fails the run unless A, read through the package's read pool
 // (and the second DB's, when open), holds what B holds.
 func (d *diffRun) compare(ctx context.Context, s diffStep) {
-	want, n, err := diffDigest(ctx, d.b)
+	want, n, err := diffDigest(ctx, sqlRows(d.b))
 	if err != nil {
 		d.fatalf("B: %v", err)
 	}
@@ -630,9 +629,9 @@ func (d *diffRun) compare(ctx context.Context, s diffStep) {
 		}
 		var got string
 		var gotN int
-		err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		err := db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
 			var err error
-			got, gotN, err = diffDigest(ctx, conn)
+			got, gotN, err = diffDigest(ctx, rxRows(rx))
 			return err
 		})
 		if err != nil {
@@ -648,20 +647,20 @@ func (d *diffRun) compare(ctx context.Context, s diffStep) {
 // explain says how A differs from B, row by row, as the package's read
 // pool and a plain connection of the unix VFS see it.
 func (d *diffRun) explain(ctx context.Context, db *sqlitedb.DB) string {
-	b, err := diffRowSums(ctx, d.b)
+	b, err := diffRowSums(ctx, sqlRows(d.b))
 	if err != nil {
 		return fmt.Sprintf("; B: %v", err)
 	}
 	var mapped map[int64]string
-	err = db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
+	err = db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
 		var err error
-		mapped, err = diffRowSums(ctx, conn)
+		mapped, err = diffRowSums(ctx, rxRows(rx))
 		return err
 	})
 	if err != nil {
 		return fmt.Sprintf("; A again: %v", err)
 	}
-	plain, err := diffRowSums(ctx, d.plain)
+	plain, err := diffRowSums(ctx, sqlRows(d.plain))
 	if err != nil {
 		return fmt.Sprintf("; A through the unix VFS: %v", err)
 	}
@@ -702,9 +701,9 @@ func (d *diffRun) checkCopy(ctx context.Context) {
 	release := holdWriter(d.t, d.a, nil)
 	defer release()
 	var want string
-	err := d.a.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
+	err := d.a.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
 		var err error
-		want, _, err = diffDigest(ctx, conn)
+		want, _, err = diffDigest(ctx, rxRows(rx))
 		return err
 	})
 	if err != nil {
@@ -735,7 +734,7 @@ func (d *diffRun) checkCopy(ctx context.Context) {
 		d.fatalf("open the copy: %v", err)
 	}
 	defer cp.Close()
-	got, _, err := diffDigest(ctx, cp)
+	got, _, err := diffDigest(ctx, sqlRows(cp))
 	if err != nil {
 		d.fatalf("the copy of A's files (WAL of %d bytes): %v", walBytes, err)
 	}
@@ -748,9 +747,41 @@ func (d *diffRun) checkCopy(ctx context.Context) {
 	}
 }
 
-// rowQuerier is what reads rows: *sql.DB, *sql.Conn, *sql.Tx.
-type rowQuerier interface {
+// diffRows are the rows a query returned: database/sql's *sql.Rows, or a
+// handle's *sqlitedb.Rows.
+type diffRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// rowQuerier runs a query: through database/sql (sqlRows) or a read's
+// handle (rxRows).
+type rowQuerier func(ctx context.Context, query string) (diffRows, error)
+
+// sqlRows queries through database/sql: *sql.DB, *sql.Conn, *sql.Tx.
+func sqlRows(q interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}) rowQuerier {
+	return func(ctx context.Context, query string) (diffRows, error) {
+		rows, err := q.QueryContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		return rows, nil
+	}
+}
+
+// rxRows queries through a read's handle, the package's row reader.
+func rxRows(rx *sqlitedb.Rx) rowQuerier {
+	return func(ctx context.Context, query string) (diffRows, error) {
+		rows, err := rx.Query(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		return rows, nil
+	}
 }
 
 // diffDigest hashes every row of r in id order, and counts them.
@@ -780,7 +811,7 @@ func diffRowSums(ctx context.Context, q rowQuerier) (map[int64]string, error) {
 }
 
 func diffScan(ctx context.Context, q rowQuerier, row func(id, k int64, data []byte)) error {
-	rows, err := q.QueryContext(ctx, `SELECT id, k, data FROM r ORDER BY id`)
+	rows, err := q(ctx, `SELECT id, k, data FROM r ORDER BY id`)
 	if err != nil {
 		return err
 	}

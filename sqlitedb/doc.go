@@ -3,12 +3,12 @@
 // github.com/mattn/go-sqlite3.
 //
 //	db, err := sqlitedb.Open(ctx, "data/app.db", nil)
-//	err = db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-//		_, err := conn.ExecContext(ctx, `UPDATE counters SET n = n + 1 WHERE id = 1`)
+//	err = db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+//		_, err := tx.Exec(ctx, `UPDATE counters SET n = n + 1 WHERE id = 1`)
 //		return err
 //	})
-//	err = db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-//		return conn.QueryRowContext(ctx, `SELECT n FROM counters WHERE id = 1`).Scan(&n)
+//	err = db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+//		return rx.QueryRow(ctx, `SELECT n FROM counters WHERE id = 1`).Scan(&n)
 //	})
 //
 // # The problem
@@ -112,15 +112,21 @@
 // Prometheus. A Write or Coalesce called inside a write fails at once: it
 // would wait for its own turn.
 //
-// Query, QueryRow and Exec are a faster way to run statements inside Read
-// or Write, on the connection fn is given: each statement stays prepared on
-// the connection, and Query steps through all the rows in one call into C,
-// copying each column once, so Scan converts it without a driver.Value per
-// column. For a 100-row listing Query took 44 µs where database/sql took
-// 86 µs; a page of one post and its comments, 11 µs instead of 25 µs.
+// # Handles
 //
-// The other Options exist to compare setups: WriterGroupCommit,
-// WriterNone, SharedPool, Deferred, BusySQLite, SQLiteCheckpoints.
+// The function a read runs gets an *Rx, a write's a *Tx, and its
+// statements run on it: Query, QueryRow, and in a write Exec. They honour
+// their ctx, return SQLite's errors as *Error, and refuse a statement that
+// would begin or end the transaction (savepoints are fine), which belongs
+// to Read and Write. Each statement stays prepared on the connection, and
+// Query copies all its rows out of SQLite in one call into C, each column
+// once, so Scan converts it without a driver.Value per column. A handle is
+// valid only while its function runs. For what the handles lack
+// (database/sql's Scan into other types, rows that stream), Rx.Conn is the
+// escape hatch to the *sql.Conn underneath, inside the same transaction.
+//
+// Migrate applies ordered SQL files from an fs.FS as Options.Setup, each in
+// a transaction of its own, recorded in MigrationsTable.
 //
 // # Costs
 //

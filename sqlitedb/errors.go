@@ -18,9 +18,8 @@ var (
 	// ErrClosed: the database was closed before the read or write began.
 	ErrClosed = errors.New("sqlitedb: database is closed")
 	// ErrBusy: SQLite answered SQLITE_BUSY or SQLITE_LOCKED, and waiting
-	// (Options.Busy) did not help within Options.Timeout. With the default
-	// options this happens only when another process holds the write lock
-	// that long.
+	// did not help within Options.Timeout: another process held the write
+	// lock that long.
 	ErrBusy = errors.New("sqlitedb: database is locked")
 	// ErrTimeout: the read or write waited longer than Options.Timeout for
 	// its turn or its connection, and did not run. errors.Is(err,

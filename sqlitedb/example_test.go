@@ -43,8 +43,8 @@ func Example() {
 	}
 
 	// Write returns once the transaction has committed.
-	err = db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		_, err := conn.ExecContext(ctx, `INSERT INTO notes (body) VALUES (?)`, "hello, world")
+	err = db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO notes (body) VALUES (?)`, "hello, world")
 		return err
 	})
 	if err != nil {
@@ -52,8 +52,8 @@ func Example() {
 	}
 
 	var body string
-	err = db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		return conn.QueryRowContext(ctx, `SELECT body FROM notes WHERE id = 1`).Scan(&body)
+	err = db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		return rx.QueryRow(ctx, `SELECT body FROM notes WHERE id = 1`).Scan(&body)
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -74,8 +74,8 @@ func (h notes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 		var list []string
-		err := h.db.Read(r.Context(), func(ctx context.Context, conn *sql.Conn) error {
-			rows, err := sqlitedb.Query(ctx, conn, `SELECT body FROM notes ORDER BY id`)
+		err := h.db.Read(r.Context(), func(ctx context.Context, rx *sqlitedb.Rx) error {
+			rows, err := rx.Query(ctx, `SELECT body FROM notes ORDER BY id`)
 			if err != nil {
 				return err
 			}
@@ -99,8 +99,8 @@ func (h notes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "a note needs a body", http.StatusUnprocessableEntity)
 			return
 		}
-		err := h.db.Write(r.Context(), func(ctx context.Context, conn *sql.Conn) error {
-			_, err := conn.ExecContext(ctx, `INSERT INTO notes (body) VALUES (?)`, body)
+		err := h.db.Write(r.Context(), func(ctx context.Context, tx *sqlitedb.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO notes (body) VALUES (?)`, body)
 			return err
 		})
 		if err != nil {
@@ -189,10 +189,11 @@ var schema = fstest.MapFS{
 	"migrations/0003_index.sql":     {Data: []byte(`CREATE INDEX users_by_last_seen ON users (last_seen_at);`)},
 }
 
-// Migrations in Setup: sqlitedb.Migrate applies each migration once, in a
-// transaction of its own with its record in schema_migrations. Opening the
-// database again applies nothing.
-func Example_migrations() {
+// Migrations in Setup: Migrate applies each migration once, in a
+// transaction of its own with its record in schema_migrations, and
+// AppliedMigrations lists them. Opening the database again applies
+// nothing.
+func ExampleMigrate() {
 	dir, err := os.MkdirTemp("", "sqlitedb-example")
 	if err != nil {
 		log.Fatal(err)
@@ -207,8 +208,8 @@ func Example_migrations() {
 			log.Fatal(err)
 		}
 		var applied []string
-		err = db.Read(ctx, func(ctx context.Context, conn *sql.Conn) (err error) {
-			applied, err = sqlitedb.AppliedMigrations(ctx, conn)
+		err = db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) (err error) {
+			applied, err = sqlitedb.AppliedMigrations(ctx, rx)
 			return err
 		})
 		if err != nil {
@@ -244,8 +245,8 @@ func ExampleDB_Backup() {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	insert := func(ctx context.Context, conn *sql.Conn) error {
-		_, err := conn.ExecContext(ctx, `INSERT INTO events (at) VALUES (?)`, time.Now().UnixNano())
+	insert := func(ctx context.Context, tx *sqlitedb.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO events (at) VALUES (?)`, time.Now().UnixNano())
 		return err
 	}
 	for range 1000 {
@@ -284,11 +285,11 @@ func ExampleDB_Backup() {
 	defer backup.Close()
 	var rows int
 	var check string
-	err = backup.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&rows); err != nil {
+	err = backup.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		if err := rx.QueryRow(ctx, `SELECT count(*) FROM events`).Scan(&rows); err != nil {
 			return err
 		}
-		return conn.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&check)
+		return rx.QueryRow(ctx, `PRAGMA integrity_check`).Scan(&check)
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -327,8 +328,8 @@ func ExampleDB_Coalesce() {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	err = db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		_, err := conn.ExecContext(ctx, `INSERT INTO users (name) VALUES ('ada'), ('grace'), ('edsger')`)
+	err = db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO users (name) VALUES ('ada'), ('grace'), ('edsger')`)
 		return err
 	})
 	if err != nil {
@@ -339,8 +340,8 @@ func ExampleDB_Coalesce() {
 	var wg sync.WaitGroup
 	for i := range 300 {
 		wg.Go(func() {
-			err := db.Coalesce(ctx, func(ctx context.Context, conn *sql.Conn) error {
-				_, err := conn.ExecContext(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, time.Now().UnixNano(), 1+i%3)
+			err := db.Coalesce(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+				_, err := tx.Exec(ctx, `UPDATE users SET last_seen_at = ? WHERE id = ?`, time.Now().UnixNano(), 1+i%3)
 				return err
 			})
 			if err != nil {
@@ -351,8 +352,8 @@ func ExampleDB_Coalesce() {
 	wg.Wait()
 
 	var seen int
-	err = db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		return conn.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE last_seen_at IS NOT NULL`).Scan(&seen)
+	err = db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		return rx.QueryRow(ctx, `SELECT count(*) FROM users WHERE last_seen_at IS NOT NULL`).Scan(&seen)
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -366,9 +367,10 @@ func ExampleDB_Coalesce() {
 	// writes run: 301
 }
 
-// The row reader inside Read: Query reads all the rows in one call into
-// SQLite and Scan copies each column straight into its variable.
-func ExampleQuery() {
+// A read: every query of the function sees one snapshot. The handle's
+// Query reads all the rows in one call into SQLite, and Scan copies each
+// column straight into its variable.
+func ExampleDB_Read() {
 	dir, err := os.MkdirTemp("", "sqlitedb-example")
 	if err != nil {
 		log.Fatal(err)
@@ -391,8 +393,8 @@ func ExampleQuery() {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	err = db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		_, err := conn.ExecContext(ctx, `INSERT INTO posts (title, points, url) VALUES
+	err = db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO posts (title, points, url) VALUES
 			('SQLite in production', 42, 'https://sqlite.org/'),
 			('Ask: one writer enough?', 17, NULL),
 			('WAL mode explained', 8, 'https://sqlite.org/wal.html')`)
@@ -402,8 +404,8 @@ func ExampleQuery() {
 		log.Fatal(err)
 	}
 
-	err = db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		rows, err := sqlitedb.Query(ctx, conn, `SELECT id, title, points, url FROM posts WHERE points >= ? ORDER BY points DESC`, 10)
+	err = db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		rows, err := rx.Query(ctx, `SELECT id, title, points, url FROM posts WHERE points >= ? ORDER BY points DESC`, 10)
 		if err != nil {
 			return err
 		}
@@ -426,4 +428,132 @@ func ExampleQuery() {
 	// Output:
 	// 1 "SQLite in production" 42 points https://sqlite.org/
 	// 2 "Ask: one writer enough?" 17 points
+}
+
+// openExample opens a database in a new temporary directory with Setup
+// running schema, and returns it with a function that closes it and
+// removes the directory.
+func openExample(schema string) (*sqlitedb.DB, func()) {
+	dir, err := os.MkdirTemp("", "sqlitedb-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	db, err := sqlitedb.Open(context.Background(), filepath.Join(dir, "app.db"), &sqlitedb.Options{
+		Setup: func(ctx context.Context, conn *sql.Conn) error {
+			_, err := conn.ExecContext(ctx, schema)
+			return err
+		},
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		log.Fatal(err)
+	}
+	return db, func() {
+		if err := db.Close(); err != nil {
+			log.Print(err)
+		}
+		os.RemoveAll(dir)
+	}
+}
+
+// A write: its statements run on tx, in one transaction, and Write returns
+// once it has committed. If the function returns an error, nothing it did
+// is kept, and Write returns that error.
+func ExampleDB_Write() {
+	db, done := openExample(`CREATE TABLE accounts (name TEXT PRIMARY KEY, balance INTEGER NOT NULL CHECK (balance >= 0));
+		INSERT INTO accounts VALUES ('ada', 100), ('grace', 0)`)
+	defer done()
+	ctx := context.Background()
+
+	transfer := func(from, to string, amount int64) error {
+		return db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+			res, err := tx.Exec(ctx, `UPDATE accounts SET balance = balance - ? WHERE name = ?`, amount, from)
+			if err != nil {
+				return err // the CHECK failed: not enough money
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return fmt.Errorf("no account %q", from)
+			}
+			res, err = tx.Exec(ctx, `UPDATE accounts SET balance = balance + ? WHERE name = ?`, amount, to)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return fmt.Errorf("no account %q", to) // the debit above is rolled back too
+			}
+			return nil
+		})
+	}
+	fmt.Println("ada to grace, 30:", transfer("ada", "grace", 30))
+	fmt.Println("ada to edsger, 30:", transfer("ada", "edsger", 30))
+	fmt.Println("grace to ada, 50:", transfer("grace", "ada", 50) != nil)
+
+	err := db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		rows, err := rx.Query(ctx, `SELECT name, balance FROM accounts ORDER BY name`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			fmt.Println(rows.Text(0), rows.Int64(1))
+		}
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// ada to grace, 30: <nil>
+	// ada to edsger, 30: no account "edsger"
+	// grace to ada, 50: true
+	// ada 70
+	// grace 30
+}
+
+// QueryRow reads one row; with none, Scan answers sql.ErrNoRows, as
+// database/sql's does.
+func ExampleRx_QueryRow() {
+	db, done := openExample(`CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+		INSERT INTO users VALUES (1, 'ada')`)
+	defer done()
+
+	name := func(id int64) (string, error) {
+		var name string
+		err := db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
+			return rx.QueryRow(ctx, `SELECT name FROM users WHERE id = ?`, id).Scan(&name)
+		})
+		return name, err
+	}
+	fmt.Println(name(1))
+	_, err := name(2)
+	fmt.Println(errors.Is(err, sql.ErrNoRows))
+	// Output:
+	// ada <nil>
+	// true
+}
+
+// The escape hatch: Conn is the transaction's *sql.Conn, for what the
+// handle lacks, here a time.Time, which the handle's arguments and Scan do
+// not take and database/sql and the driver convert.
+func ExampleRx_Conn() {
+	db, done := openExample(`CREATE TABLE events (id INTEGER PRIMARY KEY, at DATETIME NOT NULL)`)
+	defer done()
+	ctx := context.Background()
+
+	launch := time.Date(2004, time.August, 17, 12, 30, 0, 0, time.UTC)
+	err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+		_, err := tx.Conn().ExecContext(ctx, `INSERT INTO events (at) VALUES (?)`, launch)
+		return err
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var at time.Time
+	err = db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		return rx.Conn().QueryRowContext(ctx, `SELECT at FROM events WHERE id = 1`).Scan(&at)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(at.Equal(launch), at.Format(time.RFC3339))
+	// Output: true 2004-08-17T12:30:00Z
 }

@@ -13,4 +13,10 @@ func OpenPoolForTest(path string) *sql.DB {
 	return sql.OpenDB(newConnector(dsn{path: path, params: url.Values{}}, 5*time.Second, 5*time.Second, DefaultPragmas(), 64, false))
 }
 
+// RxForTest and TxForTest are handles on conn, a connection of
+// OpenPoolForTest's pool, outside any transaction (each statement its
+// own), for tests of the row reader on connections of their own.
+func RxForTest(conn *sql.Conn) *Rx { return &Rx{conn: conn} }
+func TxForTest(conn *sql.Conn) *Tx { return &Tx{Rx{conn: conn}} }
+
 var MappedFiles = mappedFiles

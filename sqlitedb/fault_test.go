@@ -23,11 +23,12 @@ import (
 	"github.com/loremnews/loremnews/sqlitedb/internal/testenv"
 )
 
-// faultModes are the writer modes the fault tests run in.
+// faultModes are the writer modes the fault tests run in: a transaction
+// per write, and group commit.
 var faultModes = []struct {
-	name string
-	mode sqlitedb.WriterMode
-}{{"queue", sqlitedb.WriterQueue}, {"group", sqlitedb.WriterGroupCommit}, {"none", sqlitedb.WriterNone}}
+	name        string
+	groupCommit bool
+}{{"queue", false}, {"group", true}}
 
 // faultTemplateRows is how many rows the template database holds: some 25
 // pages of table and a few of index, which a database just opened reads
@@ -122,46 +123,39 @@ func faultRow(k int) int64 { return int64(k*53%faultTemplateRows + 1) }
 // faultWrite is write k of the fault tests: three statements (insert a
 // row, mark a template row, insert a second row), which the file shows
 // committed together or not at all.
-func faultWrite(k int) func(context.Context, *sql.Conn) error {
-	return func(ctx context.Context, conn *sql.Conn) error {
+func faultWrite(k int) func(context.Context, *sqlitedb.Tx) error {
+	return func(ctx context.Context, tx *sqlitedb.Tx) error {
 		id := faultID(k)
-		if _, err := conn.ExecContext(ctx, `INSERT INTO t (id, n, body) VALUES (?, ?, randomblob(300))`, id, id); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO t (id, n, body) VALUES (?, ?, randomblob(300))`, id, id); err != nil {
 			return err
 		}
-		if _, err := conn.ExecContext(ctx, `UPDATE t SET n = ? WHERE id = ?`, -(k + 1), faultRow(k)); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE t SET n = ? WHERE id = ?`, -(k + 1), faultRow(k)); err != nil {
 			return err
 		}
-		_, err := conn.ExecContext(ctx, `INSERT INTO t (id, n, body) VALUES (?, ?, randomblob(300))`, id+1, id+1)
+		_, err := tx.Exec(ctx, `INSERT INTO t (id, n, body) VALUES (?, ?, randomblob(300))`, id+1, id+1)
 		return err
 	}
 }
 
 // faultWrites runs writes 0 to 5: write 0 alone, then write 1 holding the
-// writer's turn (with WriterNone, the write connection) while writes 2 to
-// 5 line up behind it in that order, so that group commit commits those
-// four in one batch. If write 1 cannot begin, 2 to 5 run one after the
-// other. It returns each write's result.
-func faultWrites(t *testing.T, db *sqlitedb.DB, mode sqlitedb.WriterMode) map[int]error {
+// writer's turn while writes 2 to 5 line up behind it in that order, so
+// that group commit commits those four in one batch. If write 1 cannot
+// begin, 2 to 5 run one after the other. It returns each write's result.
+func faultWrites(t *testing.T, db *sqlitedb.DB) map[int]error {
 	t.Helper()
 	ctx := context.Background()
 	results := make([]error, 6)
 	results[0] = db.Write(ctx, faultWrite(0))
 
-	waiting := func() int64 {
-		s := db.Stats()
-		if mode == sqlitedb.WriterNone {
-			return s.WritePool.WaitCount
-		}
-		return int64(s.Writer.Depth)
-	}
+	waiting := func() int64 { return int64(db.Stats().Writer.Depth) }
 	before := waiting()
 	running, hold, held := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(held)
-		results[1] = db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		results[1] = db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 			close(running)
 			<-hold
-			return faultWrite(1)(ctx, conn)
+			return faultWrite(1)(ctx, tx)
 		})
 	}()
 	select {
@@ -265,13 +259,13 @@ func faultCheck(t *testing.T, path string, results map[int]error, what string) (
 
 // faultCase is one position of a sweep.
 type faultCase struct {
-	mode       sqlitedb.WriterMode
-	modeName   string
-	dsn        string // parameters after vfs=faultvfs
-	kind       faultvfs.Kind
-	n          int  // 0: no fault, only count
-	persistent bool // every call from the nth on, not the nth alone
-	checkpoint bool // faultCheckpointWrites, and Close, with the fault armed
+	groupCommit bool
+	modeName    string
+	dsn         string // parameters after vfs=faultvfs
+	kind        faultvfs.Kind
+	n           int  // 0: no fault, only count
+	persistent  bool // every call from the nth on, not the nth alone
+	checkpoint  bool // faultCheckpointWrites, and Close, with the fault armed
 }
 
 func (c faultCase) String() string {
@@ -315,7 +309,7 @@ func faultRun(t *testing.T, template string, c faultCase) faultOutcome {
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "fault.db")
 	faultCopy(t, template, path)
-	db, err := sqlitedb.Open(ctx, "file:"+path+"?vfs="+faultvfs.Name+c.dsn, &sqlitedb.Options{Writer: c.mode})
+	db, err := sqlitedb.Open(ctx, "file:"+path+"?vfs="+faultvfs.Name+c.dsn, &sqlitedb.Options{GroupCommit: c.groupCommit})
 	if err != nil {
 		t.Fatalf("%s: open: %v", c, err)
 	}
@@ -329,7 +323,7 @@ func faultRun(t *testing.T, template string, c faultCase) faultOutcome {
 	if c.checkpoint {
 		results = faultCheckpointWrites(t, db)
 	} else {
-		results = faultWrites(t, db, c.mode)
+		results = faultWrites(t, db)
 	}
 	var out faultOutcome
 	closed := false
@@ -381,7 +375,7 @@ func faultRun(t *testing.T, template string, c faultCase) faultOutcome {
 	out.results = results
 
 	// Opened again, the file takes writes.
-	db, err = sqlitedb.Open(ctx, path, &sqlitedb.Options{Writer: c.mode})
+	db, err = sqlitedb.Open(ctx, path, &sqlitedb.Options{GroupCommit: c.groupCommit})
 	if err != nil {
 		t.Fatalf("%s: open again: %v", c, err)
 	}
@@ -479,29 +473,26 @@ func faultCompareUnix(t *testing.T, template string, c faultCase, o faultOutcome
 // A write returns nil exactly when it committed, whichever call of its
 // transactions to the disk fails: every read, write, sync and size query
 // in turn, failing once (transient) or from then on (persistent), and every
-// write again as a full disk, in each writer mode. The write fails with
-// the disk's error; the file is never corrupt and never holds part of a
-// write, neither once the DB closed nor in a copy made right after the
-// writes (what a process killed then leaves); and the DB takes writes
-// again once the fault clears (after a persistent fault too), and once
-// opened again. Syncs are swept with synchronous=FULL too, where each
-// commit syncs the WAL. In the queue and group modes, each position ends
-// exactly as it does with SQLite's own VFS under the fault layer.
+// write again as a full disk, with and without group commit. The write
+// fails with the disk's error; the file is never corrupt and never holds
+// part of a write, neither once the DB closed nor in a copy made right
+// after the writes (what a process killed then leaves); and the DB takes
+// writes again once the fault clears (after a persistent fault too), and
+// once opened again. Syncs are swept with synchronous=FULL too, where each
+// commit syncs the WAL. Each position ends exactly as it does with
+// SQLite's own VFS under the fault layer.
 func TestFaultWrites(t *testing.T) {
 	faultUse(t, "sqlitedb")
 	template := faultTemplate(t, 0)
 	kinds := []faultvfs.Kind{faultvfs.Read, faultvfs.Write, faultvfs.Full, faultvfs.Sync, faultvfs.FileSize}
 	for _, m := range faultModes {
-		// WriterNone hands the write connection to the waiting writes in no
-		// fixed order, so which write a position fails varies.
-		sameAsUnix := m.mode != sqlitedb.WriterNone
 		t.Run(m.name, func(t *testing.T) {
 			t.Run("synchronous=NORMAL", func(t *testing.T) {
-				faultSweep(t, template, faultCase{mode: m.mode, modeName: m.name}, kinds, sameAsUnix)
+				faultSweep(t, template, faultCase{groupCommit: m.groupCommit, modeName: m.name}, kinds, true)
 			})
 			t.Run("synchronous=FULL", func(t *testing.T) {
-				c := faultCase{mode: m.mode, modeName: m.name + ", synchronous=FULL", dsn: "&_pragma=synchronous(FULL)"}
-				faultSweep(t, template, c, []faultvfs.Kind{faultvfs.Sync}, sameAsUnix)
+				c := faultCase{groupCommit: m.groupCommit, modeName: m.name + ", synchronous=FULL", dsn: "&_pragma=synchronous(FULL)"}
+				faultSweep(t, template, c, []faultvfs.Kind{faultvfs.Sync}, true)
 			})
 		})
 	}
@@ -520,7 +511,7 @@ func TestFaultCheckpoint(t *testing.T) {
 	kinds := []faultvfs.Kind{faultvfs.Read, faultvfs.Write, faultvfs.Full, faultvfs.Sync, faultvfs.Truncate, faultvfs.FileSize}
 	for _, m := range faultModes {
 		t.Run(m.name, func(t *testing.T) {
-			c := faultCase{mode: m.mode, modeName: m.name, checkpoint: true}
+			c := faultCase{groupCommit: m.groupCommit, modeName: m.name, checkpoint: true}
 			faultSweep(t, template, c, kinds, false)
 			c.modeName, c.dsn = m.name+", synchronous=FULL", "&_pragma=synchronous(FULL)"
 			faultSweep(t, template, c, []faultvfs.Kind{faultvfs.Sync, faultvfs.Truncate}, false)
@@ -541,7 +532,7 @@ func TestFaultDiskFull(t *testing.T) {
 			ctx := context.Background()
 			dir := faultTmpfs(t)
 			path := filepath.Join(dir, "full.db")
-			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{Writer: m.mode, Setup: func(ctx context.Context, conn *sql.Conn) error {
+			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{GroupCommit: m.groupCommit, Setup: func(ctx context.Context, conn *sql.Conn) error {
 				_, err := conn.ExecContext(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)`)
 				return err
 			}})
@@ -564,8 +555,8 @@ func TestFaultDiskFull(t *testing.T) {
 				wg.Go(func() {
 					for failures.Load() < 40 && next.Load() < 5000 {
 						id := next.Add(1)
-						err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-							_, err := conn.ExecContext(ctx, `INSERT INTO t (id, body) VALUES (?, randomblob(2000))`, id)
+						err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+							_, err := tx.Exec(ctx, `INSERT INTO t (id, body) VALUES (?, randomblob(2000))`, id)
 							return err
 						})
 						if err != nil {
@@ -616,8 +607,8 @@ func TestFaultDiskFull(t *testing.T) {
 				t.Fatalf("remount with 4 MiB: %v: %s", err, out)
 			}
 			after := next.Add(1)
-			err = db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-				_, err := conn.ExecContext(ctx, `INSERT INTO t (id, body) VALUES (?, randomblob(2000))`, after)
+			err = db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+				_, err := tx.Exec(ctx, `INSERT INTO t (id, body) VALUES (?, randomblob(2000))`, after)
 				return err
 			})
 			if err != nil {
@@ -642,9 +633,9 @@ func faultHoldSnapshot(t *testing.T, db *sqlitedb.DB) (release func()) {
 	t.Helper()
 	inside, hold, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+		done <- db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
 			var n int64
-			if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil {
+			if err := rx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil {
 				return err
 			}
 			close(inside)
@@ -725,7 +716,7 @@ func TestFaultDiskFullMidTransaction(t *testing.T) {
 			ctx := context.Background()
 			dir := faultTmpfs(t)
 			path := filepath.Join(dir, "full.db")
-			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{Writer: m.mode,
+			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{GroupCommit: m.groupCommit,
 				Pragmas: []sqlitedb.Pragma{{Name: "cache_size", Value: "10"}},
 				Setup: func(ctx context.Context, conn *sql.Conn) error {
 					_, err := conn.ExecContext(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)`)
@@ -744,28 +735,28 @@ func TestFaultDiskFullMidTransaction(t *testing.T) {
 			failedGroups, failedWrites := 0, 0
 			for w := int64(0); w < 60 && failedGroups+failedWrites < 30; w++ {
 				var inserted []int64
-				err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
+				err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 					inserted = inserted[:0]
 					for g := int64(0); g < 20; g++ {
-						if _, err := conn.ExecContext(ctx, `SAVEPOINT g`); err != nil {
+						if _, err := tx.Exec(ctx, `SAVEPOINT g`); err != nil {
 							return err
 						}
 						first := w*1000 + g*5
-						_, err := conn.ExecContext(ctx, `WITH RECURSIVE c(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM c WHERE i < ?)
+						_, err := tx.Exec(ctx, `WITH RECURSIVE c(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM c WHERE i < ?)
 							INSERT INTO t (id, body) SELECT i, randomblob(1500) FROM c`, first, first+4)
 						if err == nil { // read back the transaction's rows: pages spilled to the WAL
 							var n int64
-							err = conn.QueryRowContext(ctx, `SELECT count(length(body)) FROM t WHERE id >= ?`, w*1000).Scan(&n)
+							err = tx.QueryRow(ctx, `SELECT count(length(body)) FROM t WHERE id >= ?`, w*1000).Scan(&n)
 						}
 						if err != nil {
 							failedGroups++
-							if _, rerr := conn.ExecContext(ctx, `ROLLBACK TO g`); rerr != nil {
+							if _, rerr := tx.Exec(ctx, `ROLLBACK TO g`); rerr != nil {
 								return err // the whole transaction was rolled back
 							}
 						} else {
 							inserted = append(inserted, first, first+1, first+2, first+3, first+4)
 						}
-						if _, err := conn.ExecContext(ctx, `RELEASE g`); err != nil {
+						if _, err := tx.Exec(ctx, `RELEASE g`); err != nil {
 							return err
 						}
 					}

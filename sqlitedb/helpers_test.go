@@ -2,7 +2,6 @@ package sqlitedb_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -37,8 +36,8 @@ func openDB(tb testing.TB, opts *sqlitedb.Options) (*sqlitedb.DB, string) {
 // mustExec runs query as a write of its own.
 func mustExec(tb testing.TB, db *sqlitedb.DB, query string, args ...any) {
 	tb.Helper()
-	err := db.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
-		_, err := conn.ExecContext(ctx, query, args...)
+	err := db.Write(context.Background(), func(ctx context.Context, tx *sqlitedb.Tx) error {
+		_, err := tx.Exec(ctx, query, args...)
 		return err
 	})
 	if err != nil {
@@ -47,9 +46,9 @@ func mustExec(tb testing.TB, db *sqlitedb.DB, query string, args ...any) {
 }
 
 // insert is a write that inserts n into table t (created by createT).
-func insert(n int) func(context.Context, *sql.Conn) error {
-	return func(ctx context.Context, conn *sql.Conn) error {
-		_, err := conn.ExecContext(ctx, `INSERT INTO t (n) VALUES (?)`, n)
+func insert(n int) func(context.Context, *sqlitedb.Tx) error {
+	return func(ctx context.Context, tx *sqlitedb.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO t (n) VALUES (?)`, n)
 		return err
 	}
 }
@@ -65,8 +64,8 @@ func createT(tb testing.TB, db *sqlitedb.DB) {
 func queryInt(tb testing.TB, db *sqlitedb.DB, query string, args ...any) int64 {
 	tb.Helper()
 	var n int64
-	err := db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
-		return conn.QueryRowContext(ctx, query, args...).Scan(&n)
+	err := db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
+		return rx.QueryRow(ctx, query, args...).Scan(&n)
 	})
 	if err != nil {
 		tb.Fatalf("%s: %v", query, err)
@@ -78,12 +77,11 @@ func queryInt(tb testing.TB, db *sqlitedb.DB, query string, args ...any) int64 {
 func queryInts(tb testing.TB, db *sqlitedb.DB, query string, args ...any) []int64 {
 	tb.Helper()
 	var out []int64
-	err := db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
-		rows, err := conn.QueryContext(ctx, query, args...)
+	err := db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
+		rows, err := rx.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
 		for rows.Next() {
 			var n int64
 			if err := rows.Scan(&n); err != nil {
@@ -104,16 +102,16 @@ func queryInts(tb testing.TB, db *sqlitedb.DB, query string, args ...any) []int6
 // returned release lets it finish (after running then, if not nil) and
 // waits for its result, which must be nil; it is called at the test's end
 // if the test did not.
-func holdWriter(tb testing.TB, db *sqlitedb.DB, then func(context.Context, *sql.Conn) error) (release func()) {
+func holdWriter(tb testing.TB, db *sqlitedb.DB, then func(context.Context, *sqlitedb.Tx) error) (release func()) {
 	tb.Helper()
 	running, hold := make(chan struct{}), make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
-		errc <- db.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+		errc <- db.Write(context.Background(), func(ctx context.Context, tx *sqlitedb.Tx) error {
 			close(running)
 			<-hold
 			if then != nil {
-				return then(ctx, conn)
+				return then(ctx, tx)
 			}
 			return nil
 		})
@@ -152,7 +150,7 @@ func holdReads(tb testing.TB, db *sqlitedb.DB, n int) (release func()) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			err := db.Read(context.Background(), func(context.Context, *sql.Conn) error {
+			err := db.Read(context.Background(), func(context.Context, *sqlitedb.Rx) error {
 				inside <- struct{}{}
 				<-hold
 				return nil

@@ -25,11 +25,11 @@ import (
 func fillBlobs(tb testing.TB, db *sqlitedb.DB, from, n, perTx int) {
 	tb.Helper()
 	for i := from; i < from+n; i += perTx {
-		err := db.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+		err := db.Write(context.Background(), func(ctx context.Context, tx *sqlitedb.Tx) error {
 			for j := i; j < min(i+perTx, from+n); j++ {
 				sum := sha256.Sum256([]byte(strconv.Itoa(j)))
 				blob := []byte(strings.Repeat(string(sum[:]), 96))
-				if _, err := conn.ExecContext(ctx, `INSERT INTO b (id, data) VALUES (?, ?)`, j, blob); err != nil {
+				if _, err := tx.Exec(ctx, `INSERT INTO b (id, data) VALUES (?, ?)`, j, blob); err != nil {
 					return err
 				}
 			}
@@ -41,11 +41,10 @@ func fillBlobs(tb testing.TB, db *sqlitedb.DB, from, n, perTx int) {
 	}
 }
 
-// digest reads every row of b through q and hashes them in id order.
-func digest(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}) (string, int, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, data FROM b ORDER BY id`)
+// digest reads every row of b through q (sqlRows or rxRows) and hashes
+// them in id order.
+func digest(ctx context.Context, q rowQuerier) (string, int, error) {
+	rows, err := q(ctx, `SELECT id, data FROM b ORDER BY id`)
 	if err != nil {
 		return "", 0, err
 	}
@@ -107,7 +106,7 @@ func TestMappedReadsSeeWhatPreadSees(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	want, n, err := digest(context.Background(), plain)
+	want, n, err := digest(context.Background(), sqlRows(plain))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +115,9 @@ func TestMappedReadsSeeWhatPreadSees(t *testing.T) {
 	}
 	for i := range 8 { // every read connection, most of them twice
 		var got string
-		err := db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+		err := db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
 			var err error
-			got, _, err = digest(ctx, conn)
+			got, _, err = digest(ctx, rxRows(rx))
 			return err
 		})
 		if err != nil {
@@ -128,8 +127,8 @@ func TestMappedReadsSeeWhatPreadSees(t *testing.T) {
 			t.Fatalf("read %d through the map: digest %s, pread: %s", i, got, want)
 		}
 	}
-	err = db.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
-		got, _, err := digest(ctx, conn)
+	err = db.Write(context.Background(), func(ctx context.Context, tx *sqlitedb.Tx) error {
+		got, _, err := digest(ctx, rxRows(&tx.Rx))
 		if err == nil && got != want {
 			err = fmt.Errorf("writer's digest %s, pread: %s", got, want)
 		}
@@ -213,8 +212,8 @@ func TestMappedReadsSurviveTruncation(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				err := db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
-					_, n, err := digest(ctx, conn)
+				err := db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
+					_, n, err := digest(ctx, rxRows(rx))
 					if err == nil && n != 0 && n != 100 && n != 1500 {
 						err = fmt.Errorf("read %d rows: not a snapshot (0, 100 or 1500)", n)
 					}
@@ -272,12 +271,20 @@ func TestMappedReadsSurviveTruncation(t *testing.T) {
 // transactions is one larger than the page cache, which writes frames
 // before its commit and then pages again, so SQLite rewrites frames in
 // place and corrects the commit frame's checksum with a write of its own.
+//
+// The copy is made while a write holds the writer's turn: no one commits,
+// and neither the WAL's start over nor a RESTART or TRUNCATE checkpoint
+// (which need the write lock) can come between the copy of the file and
+// that of the WAL. The package's checkpointer may still copy frames into
+// the database file meanwhile, but every frame stays in the WAL.
 func TestCommittedWALIsInTheFile(t *testing.T) {
-	db, path := openDB(t, &sqlitedb.Options{SQLiteCheckpoints: true,
+	db, path := openDB(t, &sqlitedb.Options{
 		Pragmas: []sqlitedb.Pragma{{Name: "cache_size", Value: "10"}}})
 	mustExec(t, db, `CREATE TABLE b (id INTEGER PRIMARY KEY, data BLOB NOT NULL)`)
 	check := func(step string) {
 		t.Helper()
+		release := holdWriter(t, db, nil)
+		defer release()
 		want := queryInt(t, db, `SELECT sum(length(data)) + count(*) FROM b`)
 		dir := t.TempDir()
 		for _, suffix := range []string{"", "-wal"} {
@@ -306,13 +313,13 @@ func TestCommittedWALIsInTheFile(t *testing.T) {
 	check("20 rows in one transaction")
 	mustExec(t, db, `UPDATE b SET data = x'02' WHERE id = 3`)
 	check("one row updated")
-	err := db.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+	err := db.Write(context.Background(), func(ctx context.Context, tx *sqlitedb.Tx) error {
 		for j := 100; j < 400; j++ {
-			if _, err := conn.ExecContext(ctx, `INSERT INTO b (id, data) VALUES (?, randomblob(3000))`, j); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO b (id, data) VALUES (?, randomblob(3000))`, j); err != nil {
 				return err
 			}
 		}
-		_, err := conn.ExecContext(ctx, `UPDATE b SET data = randomblob(2000) WHERE id >= 100`)
+		_, err := tx.Exec(ctx, `UPDATE b SET data = randomblob(2000) WHERE id >= 100`)
 		return err
 	})
 	if err != nil {

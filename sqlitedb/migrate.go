@@ -24,7 +24,9 @@ const ForeignKeysOff = "-- migrate: foreign keys off\n"
 
 // Migrate returns a function for Options.Setup that applies, in path
 // order, every file of fsys matching pattern (fs.Glob: "migrations/*.sql")
-// not yet recorded in MigrationsTable, which it creates if needed.
+// not yet recorded in MigrationsTable, which it creates if needed. The
+// function also runs on a connection of a pool of your own, opened with
+// the github.com/mattn/go-sqlite3 driver outside any transaction.
 //
 // Each migration runs in a write transaction of its own with its record,
 // so a migration that fails leaves no half-changed schema and is not
@@ -125,14 +127,14 @@ func migrateOn(ctx context.Context, conn *sql.Conn, fkOff bool, apply func() err
 // migrationRecorded reports whether MigrationsTable records name.
 func migrationRecorded(ctx context.Context, conn *sql.Conn, name string) (bool, error) {
 	var n int
-	err := QueryRow(ctx, conn, `SELECT count(*) FROM `+MigrationsTable+` WHERE version = ?`, name).Scan(&n)
+	err := conn.QueryRowContext(ctx, `SELECT count(*) FROM `+MigrationsTable+` WHERE version = ?`, name).Scan(&n)
 	return n > 0, err
 }
 
 // AppliedMigrations lists the migrations MigrationsTable records, in path
-// order (the order Migrate applied them), on conn (inside Read or Write).
-func AppliedMigrations(ctx context.Context, conn *sql.Conn) ([]string, error) {
-	rows, err := Query(ctx, conn, `SELECT version FROM `+MigrationsTable+` ORDER BY version`)
+// order (the order Migrate applied them), inside Read or Write.
+func AppliedMigrations(ctx context.Context, rx *Rx) ([]string, error) {
+	rows, err := rx.Query(ctx, `SELECT version FROM `+MigrationsTable+` ORDER BY version`)
 	if err != nil {
 		return nil, err
 	}

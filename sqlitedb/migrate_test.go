@@ -2,7 +2,6 @@ package sqlitedb_test
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,8 +33,8 @@ func openMigrated(t *testing.T, path string, fsys fstest.MapFS) (*sqlitedb.DB, e
 func versions(t *testing.T, db *sqlitedb.DB) []string {
 	t.Helper()
 	var got []string
-	err := db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) (err error) {
-		got, err = sqlitedb.AppliedMigrations(ctx, conn)
+	err := db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) (err error) {
+		got, err = sqlitedb.AppliedMigrations(ctx, rx)
 		return err
 	})
 	if err != nil {

@@ -103,8 +103,8 @@ func TestSharedLockHeldAfterPoolsGrow(t *testing.T) {
 							return
 						}
 						var n int64
-						err := db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
-							return conn.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n)
+						err := db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
+							return rx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n)
 						})
 						if err != nil {
 							t.Errorf("read: %v", err)
@@ -356,8 +356,8 @@ func runBesideOthers(t *testing.T, vc vfsCase, tools otherTools) {
 	}
 	defer db2.Close()
 	var integrity string
-	err = db2.Read(hard, func(ctx context.Context, conn *sql.Conn) error {
-		return conn.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&integrity)
+	err = db2.Read(hard, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		return rx.QueryRow(ctx, `PRAGMA integrity_check`).Scan(&integrity)
 	})
 	if err != nil || integrity != "ok" {
 		lines := strings.Split(integrity, "\n")
@@ -406,8 +406,8 @@ func ourLoad(t *testing.T, wg *sync.WaitGroup, load, hard context.Context, db *s
 		wg.Go(func() {
 			for load.Err() == nil {
 				var id int64
-				err := db.Write(hard, func(ctx context.Context, conn *sql.Conn) error {
-					return conn.QueryRowContext(ctx, `INSERT INTO ours (body) VALUES (randomblob(300)) RETURNING id`).Scan(&id)
+				err := db.Write(hard, func(ctx context.Context, tx *sqlitedb.Tx) error {
+					return tx.QueryRow(ctx, `INSERT INTO ours (body) VALUES (randomblob(300)) RETURNING id`).Scan(&id)
 				})
 				if err != nil {
 					fail("write: %v", err)
@@ -424,11 +424,11 @@ func ourLoad(t *testing.T, wg *sync.WaitGroup, load, hard context.Context, db *s
 			for load.Err() == nil {
 				id := lastAcked.Load()
 				var found, others int64
-				err := db.Read(hard, func(ctx context.Context, conn *sql.Conn) error {
-					if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM ours WHERE id = ?`, id).Scan(&found); err != nil {
+				err := db.Read(hard, func(ctx context.Context, rx *sqlitedb.Rx) error {
+					if err := rx.QueryRow(ctx, `SELECT count(*) FROM ours WHERE id = ?`, id).Scan(&found); err != nil {
 						return err
 					}
-					return conn.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM shell) + (SELECT count(*) FROM py) + (SELECT count(*) FROM child)`).Scan(&others)
+					return rx.QueryRow(ctx, `SELECT (SELECT count(*) FROM shell) + (SELECT count(*) FROM py) + (SELECT count(*) FROM child)`).Scan(&others)
 				})
 				switch {
 				case err != nil:
@@ -570,12 +570,11 @@ func head[T any](s []T, n int) []T { return s[:min(n, len(s))] }
 // rowIDs reads the ids of a table's rows.
 func rowIDs(ctx context.Context, db *sqlitedb.DB, table string) (map[int64]bool, error) {
 	ids := map[int64]bool{}
-	err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		rows, err := conn.QueryContext(ctx, `SELECT id FROM `+table)
+	err := db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		rows, err := rx.Query(ctx, `SELECT id FROM `+table)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
 		for rows.Next() {
 			var id int64
 			if err := rows.Scan(&id); err != nil {
@@ -644,8 +643,8 @@ func multiprocessChild(dsn string) {
 	out := bufio.NewWriter(os.Stdout)
 	for range 100 {
 		var id int64
-		err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-			return conn.QueryRowContext(ctx, `INSERT INTO child (body) VALUES (randomblob(300)) RETURNING id`).Scan(&id)
+		err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+			return tx.QueryRow(ctx, `INSERT INTO child (body) VALUES (randomblob(300)) RETURNING id`).Scan(&id)
 		})
 		if err != nil {
 			fail("write", err)

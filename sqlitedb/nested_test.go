@@ -13,14 +13,13 @@ import (
 )
 
 // A Write or Coalesce called inside a write fails at once, instead of
-// waiting behind the write that called it until the timeout (with
-// WriterNone, for the write connection the outer write holds); the outer
+// waiting behind the write that called it until the timeout; the outer
 // write still commits.
 func TestNestedWriteFailsAtOnce(t *testing.T) {
-	for _, m := range allWriterModes {
+	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := context.Background()
-			db, err := sqlitedb.Open(ctx, filepath.Join(t.TempDir(), "n.db"), &sqlitedb.Options{Writer: m.mode, Timeout: 30 * time.Second,
+			db, err := sqlitedb.Open(ctx, filepath.Join(t.TempDir(), "n.db"), &sqlitedb.Options{GroupCommit: m.groupCommit, Timeout: 30 * time.Second,
 				Setup: func(ctx context.Context, conn *sql.Conn) error {
 					_, err := conn.ExecContext(ctx, `CREATE TABLE t (x INTEGER)`)
 					return err
@@ -31,10 +30,10 @@ func TestNestedWriteFailsAtOnce(t *testing.T) {
 			defer db.Close()
 			var inner, innerCoalesce error
 			start := time.Now()
-			err = db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-				inner = db.Write(ctx, func(context.Context, *sql.Conn) error { return nil })
-				innerCoalesce = db.Coalesce(ctx, func(context.Context, *sql.Conn) error { return nil })
-				_, err := conn.ExecContext(ctx, `INSERT INTO t VALUES (1)`)
+			err = db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+				inner = db.Write(ctx, func(context.Context, *sqlitedb.Tx) error { return nil })
+				innerCoalesce = db.Coalesce(ctx, func(context.Context, *sqlitedb.Tx) error { return nil })
+				_, err := tx.Exec(ctx, `INSERT INTO t VALUES (1)`)
 				return err
 			})
 			if err != nil {
@@ -49,8 +48,8 @@ func TestNestedWriteFailsAtOnce(t *testing.T) {
 				t.Errorf("abandoned %d: the nested calls must not have queued", s.Abandoned)
 			}
 			var n int
-			if err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-				return conn.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n)
+			if err := db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+				return rx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n)
 			}); err != nil || n != 1 {
 				t.Fatalf("rows %d, %v; want the outer write's 1", n, err)
 			}
@@ -70,7 +69,7 @@ func TestReadWaitsAreCounted(t *testing.T) {
 	inside, release := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		db.Read(ctx, func(context.Context, *sql.Conn) error {
+		db.Read(ctx, func(context.Context, *sqlitedb.Rx) error {
 			close(inside)
 			<-release
 			return nil
@@ -78,7 +77,7 @@ func TestReadWaitsAreCounted(t *testing.T) {
 	})
 	<-inside
 	done := make(chan error)
-	go func() { done <- db.Read(ctx, func(context.Context, *sql.Conn) error { return nil }) }()
+	go func() { done <- db.Read(ctx, func(context.Context, *sqlitedb.Rx) error { return nil }) }()
 	// The second read is counted as it starts waiting, and can only finish
 	// after the first leaves.
 	deadline := time.Now().Add(time.Minute)

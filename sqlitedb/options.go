@@ -14,18 +14,17 @@ import (
 	"time"
 )
 
-// Options says how a database is set up. The zero value is the
-// production setup this package exists for; every field is a departure
-// from it, named for what it changes.
+// Options says how a database is set up. The zero value is the setup
+// this package exists for; each field is a production setting.
 type Options struct {
-	// ReadConns is the number of read connections (with SharedPool, of
-	// connections in the one pool). 0 means max(4, 2×GOMAXPROCS).
+	// ReadConns is the number of read connections. 0 means
+	// max(4, 2×GOMAXPROCS).
 	ReadConns int
 
 	// Timeout bounds each wait: for the writer's turn, for SQLite's write
 	// lock held by another process, for a read connection. 0 means 5 s,
-	// SQLite's customary busy timeout. A write that has begun is never
-	// interrupted, however long it runs.
+	// SQLite's customary busy timeout. A write that has begun is not
+	// interrupted for running long.
 	Timeout time.Duration
 
 	// Pragmas are run on every connection after the defaults
@@ -33,43 +32,18 @@ type Options struct {
 	// _pragma=name(value) parameters replace both.
 	Pragmas []Pragma
 
-	// Writer is how writes are run: WriterQueue (the default), one
-	// goroutine running every write in arrival order; WriterGroupCommit,
-	// the same goroutine committing the writes queued at one moment
-	// together; WriterNone, each write on its caller's goroutine, turns
-	// handed out by database/sql (in no particular order).
-	Writer WriterMode
-
-	// SharedPool puts reads and writes in one pool of ReadConns
-	// connections, as database/sql gives by default, instead of a
-	// read-only pool beside exactly one write connection.
-	SharedPool bool
-
-	// Deferred begins write transactions with BEGIN (DEFERRED) instead of
-	// BEGIN IMMEDIATE. A deferred transaction that reads and then writes
-	// fails with SQLITE_BUSY at once if another connection committed since
-	// its read, and no busy timeout helps it; only for comparison.
-	Deferred bool
-
-	// Busy is how a write waits for SQLite's write lock when another
-	// connection (another process, or with SharedPool another goroutine)
-	// holds it: BusyPoll (the default) retries every BusyInterval until
-	// Timeout; BusySQLite leaves it to SQLite's own busy handler.
-	Busy BusyMode
-	// BusyInterval is BusyPoll's interval; 0 means 1 ms.
-	BusyInterval time.Duration
-
 	// StatementCache is how many prepared statements each connection
-	// keeps for database/sql's calls; 0 means 64, negative none. (The row
-	// reader, Query, keeps its own, up to 128.)
+	// keeps for the statements run through the escape hatch (Rx.Conn) and
+	// Setup; 0 means 64, negative none. The handles' own statements are
+	// kept apart, up to 128 per connection.
 	StatementCache int
 
-	// SQLiteCheckpoints leaves WAL checkpoints to SQLite, which runs them
-	// inside the commit that takes the WAL past 1,000 pages, while every
-	// other writer waits. By default a goroutine of this package
-	// checkpoints from a connection of its own (see the package
-	// documentation). With SharedPool, SQLite always checkpoints.
-	SQLiteCheckpoints bool
+	// GroupCommit commits the ordinary writes queued at one moment (up to
+	// 32) in one transaction, each in a savepoint of its own, instead of
+	// one transaction each: BEGIN, COMMIT and its WAL append are paid once
+	// per batch. A write that fails rolls back alone, but a COMMIT that
+	// fails (an I/O error, a full disk) fails every write of its batch.
+	GroupCommit bool
 
 	// SQLiteVFS opens the file with SQLite's default VFS, which reads
 	// each page with pread, instead of the package's VFS, "sqlitedb", which
@@ -80,48 +54,17 @@ type Options struct {
 
 	// Setup, if set, runs once when the database opens, before any read or
 	// write, on the write connection and outside any transaction: the
-	// place for migrations, including those that need a PRAGMA outside a
-	// transaction (foreign_keys=OFF to rebuild a table). SQLite's busy
-	// timeout is Timeout while it runs, so its BEGIN waits for another
-	// process's write lock. If it fails, Open fails.
+	// place for migrations (see Migrate), including those that need a
+	// PRAGMA outside a transaction (foreign_keys=OFF to rebuild a table).
+	// SQLite's busy timeout is Timeout while it runs, so its BEGIN waits
+	// for another process's write lock. If it fails, Open fails.
 	Setup func(ctx context.Context, conn *sql.Conn) error
 
 	// OnWriteWait, if set, is told how long each write waited from asking
-	// to write until its BEGIN returned: the queue plus SQLite's lock. It
-	// runs on the writer's goroutine, so it must be quick.
+	// to write until the writer took it. It runs on the writer's
+	// goroutine, so it must be quick.
 	OnWriteWait func(time.Duration)
 }
-
-// WriterMode is how writes are run; see Options.Writer.
-type WriterMode int
-
-const (
-	// WriterQueue runs every write on one goroutine, first come, first
-	// served, each in a transaction of its own.
-	WriterQueue WriterMode = iota
-	// WriterGroupCommit runs every write on one goroutine and commits the
-	// writes queued at one moment (up to 32) in one transaction, each in a
-	// savepoint of its own: a write that fails rolls back alone, but a
-	// failed COMMIT fails every write of its batch.
-	WriterGroupCommit
-	// WriterNone runs each write on its caller's goroutine.
-	WriterNone
-)
-
-// BusyMode is how a write waits for SQLite's lock; see Options.Busy.
-type BusyMode int
-
-const (
-	// BusyPoll sets SQLite's busy timeout to 0 on connections that write,
-	// so a BEGIN that finds the lock taken returns at once, and retries it
-	// every BusyInterval until Timeout. Unlike SQLite's handler it does
-	// not back off, so the writer that has waited longest is not the one
-	// that polls least often.
-	BusyPoll BusyMode = iota
-	// BusySQLite sets SQLite's busy timeout to Timeout: SQLite sleeps and
-	// retries inside the statement, backing off from 1 to 100 ms.
-	BusySQLite
-)
 
 // Pragma is one PRAGMA run on every new connection: PRAGMA Name = Value.
 type Pragma struct{ Name, Value string }
@@ -230,7 +173,7 @@ func parseDSN(s string) (dsn, error) {
 	params.Del("_pragma")
 	for _, reserved := range []string{"_txlock", "_busy_timeout", "_timeout", "mode"} {
 		if params.Has(reserved) {
-			return dsn{}, fmt.Errorf("sqlitedb: parameter %s is set by the options (Deferred, Busy, Timeout); for SQLite's busy timeout use _pragma=busy_timeout(ms)", reserved)
+			return dsn{}, fmt.Errorf("sqlitedb: parameter %s is set by the package (writes BEGIN IMMEDIATE; waits are bounded by Options.Timeout); for SQLite's busy timeout use _pragma=busy_timeout(ms)", reserved)
 		}
 	}
 	return d, nil
@@ -244,24 +187,8 @@ func (o Options) withDefaults() Options {
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
 	}
-	if o.BusyInterval <= 0 {
-		o.BusyInterval = time.Millisecond
-	}
 	if o.StatementCache == 0 {
 		o.StatementCache = 64
 	}
 	return o
-}
-
-// checkpointer reports whether the package's checkpointer runs: where
-// every write goes through one connection, whose WAL hook it reads.
-func (o Options) checkpointer() bool { return !o.SharedPool && !o.SQLiteCheckpoints }
-
-// busyTimeout is SQLite's busy timeout on connections that write: 0 where
-// Go polls, so SQLite answers SQLITE_BUSY at once.
-func (o Options) busyTimeout() time.Duration {
-	if o.Busy == BusyPoll {
-		return 0
-	}
-	return o.Timeout
 }

@@ -24,11 +24,11 @@ func TestOpenAppliesTheDefaults(t *testing.T) {
 	if want := max(4, 2*runtime.GOMAXPROCS(0)); o.ReadConns != want {
 		t.Errorf("ReadConns %d, want %d", o.ReadConns, want)
 	}
-	if o.Timeout != 5*time.Second || o.BusyInterval != time.Millisecond || o.StatementCache != 64 {
-		t.Errorf("Timeout %v, BusyInterval %v, StatementCache %d; want 5s, 1ms, 64", o.Timeout, o.BusyInterval, o.StatementCache)
+	if o.Timeout != 5*time.Second || o.StatementCache != 64 {
+		t.Errorf("Timeout %v, StatementCache %d; want 5s, 64", o.Timeout, o.StatementCache)
 	}
-	if o.Writer != sqlitedb.WriterQueue || o.Busy != sqlitedb.BusyPoll || o.SharedPool || o.Deferred || o.SQLiteCheckpoints {
-		t.Errorf("options %+v; want the writer queue, BusyPoll, a read pool apart, BEGIN IMMEDIATE, the package's checkpoints", o)
+	if o.GroupCommit || o.SQLiteVFS {
+		t.Errorf("options %+v; want a transaction per write, the package's VFS", o)
 	}
 	if !slices.Equal(db.Pragmas(), sqlitedb.DefaultPragmas()) {
 		t.Errorf("pragmas %v, want the defaults %v", db.Pragmas(), sqlitedb.DefaultPragmas())
@@ -36,18 +36,18 @@ func TestOpenAppliesTheDefaults(t *testing.T) {
 	if db.Path() != path {
 		t.Errorf("Path %q, want %q", db.Path(), path)
 	}
-	if s := db.Stats(); s.ReadPool.MaxOpenConnections != o.ReadConns || s.WritePool.MaxOpenConnections != 1 || s.SharedPool {
-		t.Errorf("pools: read %d connections, write %d, shared %v; want %d, 1, false",
-			s.ReadPool.MaxOpenConnections, s.WritePool.MaxOpenConnections, s.SharedPool, o.ReadConns)
+	if s := db.Stats(); s.ReadPool.MaxOpenConnections != o.ReadConns || s.WritePool.MaxOpenConnections != 1 {
+		t.Errorf("pools: read %d connections, write %d; want %d, 1",
+			s.ReadPool.MaxOpenConnections, s.WritePool.MaxOpenConnections, o.ReadConns)
 	}
 }
 
-// pragmas reads, on conn, the pragmas a connection is set up with.
-func pragmas(ctx context.Context, conn *sql.Conn) (map[string]string, error) {
+// pragmas reads, through rx, the pragmas its connection is set up with.
+func pragmas(ctx context.Context, rx *sqlitedb.Rx) (map[string]string, error) {
 	got := map[string]string{}
 	for _, name := range []string{"journal_mode", "synchronous", "foreign_keys", "cache_size", "temp_store", "query_only", "busy_timeout", "mmap_size"} {
 		var v string
-		if err := conn.QueryRowContext(ctx, `PRAGMA `+name).Scan(&v); err != nil {
+		if err := rx.QueryRow(ctx, `PRAGMA `+name).Scan(&v); err != nil {
 			return nil, err
 		}
 		got[name] = v
@@ -87,16 +87,16 @@ func TestPragmasDSNOverOptionsOverDefaults(t *testing.T) {
 		}
 	}
 	var read, write map[string]string
-	if err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) (err error) { read, err = pragmas(ctx, conn); return err }); err != nil {
+	if err := db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) (err error) { read, err = pragmas(ctx, rx); return err }); err != nil {
 		t.Fatal(err)
 	}
 	check("read connection", read, "1")
-	if err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) (err error) { write, err = pragmas(ctx, conn); return err }); err != nil {
+	if err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) (err error) { write, err = pragmas(ctx, &tx.Rx); return err }); err != nil {
 		t.Fatal(err)
 	}
 	check("write connection", write, "0")
-	// BusyPoll: the write connection answers SQLITE_BUSY at once and Go
-	// retries; the read connections wait in SQLite for Timeout.
+	// The write connection answers SQLITE_BUSY at once and the package
+	// polls; the read connections wait in SQLite for Timeout.
 	if write["busy_timeout"] != "0" || read["busy_timeout"] != "5000" {
 		t.Errorf("busy_timeout: write %s, read %s; want 0 and 5000", write["busy_timeout"], read["busy_timeout"])
 	}
@@ -195,8 +195,8 @@ func TestSetupRunsOnceBeforeAnyWrite(t *testing.T) {
 	}
 	// The first write finds what Setup made.
 	var v string
-	err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		return conn.QueryRowContext(ctx, `SELECT v FROM migrated`).Scan(&v)
+	err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+		return tx.QueryRow(ctx, `SELECT v FROM migrated`).Scan(&v)
 	})
 	if err != nil || v != "by Setup" {
 		t.Fatalf("the first write read %q, %v; want what Setup wrote", v, err)

@@ -2,7 +2,6 @@ package sqlitedb_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -24,13 +23,13 @@ func TestReadsNeverExceedTheReadConnections(t *testing.T) {
 	for range goroutines {
 		wg.Go(func() {
 			for range reads {
-				err := db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+				err := db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
 					n := inside.Add(1)
 					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 					}
 					defer inside.Add(-1)
 					var one int
-					return conn.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
+					return rx.QueryRow(ctx, `SELECT 1`).Scan(&one)
 				})
 				if err != nil {
 					t.Errorf("read: %v", err)
@@ -64,7 +63,7 @@ func TestAWaitingReadLeavesWithItsContext(t *testing.T) {
 	release := holdReads(t, db, conns)
 	var ran atomic.Bool
 	read := func(ctx context.Context) error {
-		return db.Read(ctx, func(context.Context, *sql.Conn) error { ran.Store(true); return nil })
+		return db.Read(ctx, func(context.Context, *sqlitedb.Rx) error { ran.Store(true); return nil })
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -99,7 +98,7 @@ func TestReadTimesOutWaitingForASlot(t *testing.T) {
 	var ran atomic.Bool
 	ctx, cancel := context.WithTimeout(context.Background(), within) // fails, rather than hangs, if Timeout is ignored
 	defer cancel()
-	err := db.Read(ctx, func(context.Context, *sql.Conn) error { ran.Store(true); return nil })
+	err := db.Read(ctx, func(context.Context, *sqlitedb.Rx) error { ran.Store(true); return nil })
 	if !errors.Is(err, sqlitedb.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a read that waited past the timeout: %v, want ErrTimeout and context.DeadlineExceeded", err)
 	}
@@ -119,22 +118,26 @@ func TestReadIsOneReadOnlySnapshot(t *testing.T) {
 	db, _ := openDB(t, nil)
 	createT(t, db)
 	mustExec(t, db, `INSERT INTO t (n) VALUES (1)`)
-	err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
+	err := db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
 		var before, after int
-		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&before); err != nil {
+		if err := rx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&before); err != nil {
 			return err
 		}
 		// A read never holds up a write.
 		if err := db.Write(ctx, insert(2)); err != nil {
 			t.Errorf("a write during a read: %v", err)
 		}
-		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&after); err != nil {
+		if err := rx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&after); err != nil {
 			return err
 		}
 		if before != 1 || after != 1 {
 			t.Errorf("one read saw %d rows, then %d; want 1 both times", before, after)
 		}
-		if _, err := conn.ExecContext(ctx, `INSERT INTO t (n) VALUES (3)`); err == nil {
+		// Neither through the handle nor through database/sql.
+		if _, err := rx.Query(ctx, `INSERT INTO t (n) VALUES (3)`); err == nil {
+			t.Error("a read handle wrote")
+		}
+		if _, err := rx.Conn().ExecContext(ctx, `INSERT INTO t (n) VALUES (4)`); err == nil {
 			t.Error("a read connection wrote")
 		}
 		return nil

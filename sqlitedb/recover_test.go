@@ -13,12 +13,6 @@ import (
 	"github.com/loremnews/loremnews/sqlitedb"
 )
 
-// allWriterModes are every way of running writes, by name.
-var allWriterModes = append(writerModes[:len(writerModes):len(writerModes)], struct {
-	name string
-	mode sqlitedb.WriterMode
-}{"none", sqlitedb.WriterNone})
-
 // recovered runs f and answers what it panicked with (nil if it returned).
 func recovered(f func()) (v any) {
 	defer func() { v = recover() }()
@@ -35,9 +29,9 @@ func TestPanicInReadLeavesConnectionsUsable(t *testing.T) {
 	createT(t, db)
 	for i := range 10 {
 		v := recovered(func() {
-			db.Read(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+			db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
 				var n int
-				if err := sqlitedb.QueryRow(ctx, conn, `SELECT count(*) FROM t`).Scan(&n); err != nil {
+				if err := rx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil {
 					return err
 				}
 				panic("read panic")
@@ -73,14 +67,14 @@ func TestPanicInReadLeavesConnectionsUsable(t *testing.T) {
 // beside it in a batch are unaffected (group commit) or told why they
 // failed (Coalesce).
 func TestPanicInWriteReachesTheCaller(t *testing.T) {
-	for _, m := range allWriterModes {
+	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
-			db, _ := openDB(t, &sqlitedb.Options{Writer: m.mode, Timeout: 5 * time.Second})
+			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: m.groupCommit, Timeout: 5 * time.Second})
 			createT(t, db)
 			for i := range 5 {
 				v := recovered(func() {
-					db.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
-						if err := insert(-1)(ctx, conn); err != nil {
+					db.Write(context.Background(), func(ctx context.Context, tx *sqlitedb.Tx) error {
+						if err := insert(-1)(ctx, tx); err != nil {
 							return err
 						}
 						panic(errors.New("write panic"))
@@ -90,11 +84,9 @@ func TestPanicInWriteReachesTheCaller(t *testing.T) {
 				if err == nil || err.Error() != "write panic" && !strings.Contains(err.Error(), "write panic") {
 					t.Fatalf("panic %d: Write's caller recovered %v, want the write's panic", i, v)
 				}
-				if m.mode != sqlitedb.WriterNone {
-					var pe *sqlitedb.PanicError
-					if !errors.As(err, &pe) || !strings.Contains(string(pe.Stack), "recover_test.go") {
-						t.Fatalf("recovered %T, want a *PanicError with the stack of the panic", v)
-					}
+				var pe *sqlitedb.PanicError
+				if !errors.As(err, &pe) || !strings.Contains(string(pe.Stack), "recover_test.go") {
+					t.Fatalf("recovered %T, want a *PanicError with the stack of the panic", v)
 				}
 				if err := db.Write(context.Background(), insert(i)); err != nil {
 					t.Fatalf("the write after a panic: %v", err)
@@ -116,7 +108,7 @@ func TestPanicInWriteReachesTheCaller(t *testing.T) {
 				go func() {
 					if i == 1 {
 						panics <- recovered(func() {
-							db.Coalesce(context.Background(), func(context.Context, *sql.Conn) error { panic("coalesced panic") })
+							db.Coalesce(context.Background(), func(context.Context, *sqlitedb.Tx) error { panic("coalesced panic") })
 						})
 						return
 					}
@@ -155,7 +147,8 @@ const runaway = `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)
 // A ctx that ends while a statement runs interrupts it: Read, Query, Exec
 // and Write return an error wrapping ctx.Err() soon after the deadline,
 // not when the statement would have ended, and the connection is usable
-// afterwards.
+// afterwards. Read's ctx interrupts the handle's statements and those of
+// the escape hatch (database/sql) alike.
 func TestContextInterruptsStatements(t *testing.T) {
 	db, _ := openDB(t, &sqlitedb.Options{ReadConns: 1, Timeout: 10 * time.Second})
 	createT(t, db)
@@ -170,30 +163,37 @@ func TestContextInterruptsStatements(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name  string
-		query func(ctx context.Context, conn *sql.Conn) error
+		query func(ctx context.Context, rx *sqlitedb.Rx) error
 	}{
-		{"Query", func(ctx context.Context, conn *sql.Conn) error {
-			_, err := sqlitedb.Query(ctx, conn, runaway)
+		{"Query", func(ctx context.Context, rx *sqlitedb.Rx) error {
+			_, err := rx.Query(ctx, runaway)
 			return err
 		}},
-		{"database/sql", func(ctx context.Context, conn *sql.Conn) error {
+		{"database/sql", func(ctx context.Context, rx *sqlitedb.Rx) error {
 			var n int
-			return conn.QueryRowContext(ctx, runaway).Scan(&n)
+			return rx.Conn().QueryRowContext(ctx, runaway).Scan(&n)
 		}},
 	} {
 		ctx, cancel := deadline()
 		check("Read running "+c.name, db.Read(ctx, c.query))
 		cancel()
 	}
-	// Query and Exec watch their own ctx (as they do with WriterNone).
-	err := db.Read(context.Background(), func(_ context.Context, conn *sql.Conn) error {
+	// The handles' Query and Exec watch their own ctx too. (An
+	// interrupted SELECT leaves the write's transaction as it was.)
+	err := db.Read(context.Background(), func(_ context.Context, rx *sqlitedb.Rx) error {
 		ctx, cancel := deadline()
 		defer cancel()
-		_, err := sqlitedb.Query(ctx, conn, runaway)
+		_, err := rx.Query(ctx, runaway)
 		check("Query", err)
-		ctx2, cancel2 := deadline()
-		defer cancel2()
-		_, err = sqlitedb.Exec(ctx2, conn, runaway)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Write(context.Background(), func(_ context.Context, tx *sqlitedb.Tx) error {
+		ctx, cancel := deadline()
+		defer cancel()
+		_, err := tx.Exec(ctx, runaway)
 		check("Exec", err)
 		return nil
 	})
@@ -201,11 +201,11 @@ func TestContextInterruptsStatements(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := deadline()
-	err = db.Write(ctx, func(_ context.Context, conn *sql.Conn) error {
-		if err := insert(-1)(context.Background(), conn); err != nil {
+	err = db.Write(ctx, func(_ context.Context, tx *sqlitedb.Tx) error {
+		if err := insert(-1)(context.Background(), tx); err != nil {
 			return err
 		}
-		_, err := sqlitedb.Exec(context.Background(), conn, `INSERT INTO t (n) `+strings.Replace(runaway, "count(*)", "x", 1))
+		_, err := tx.Exec(context.Background(), `INSERT INTO t (n) `+strings.Replace(runaway, "count(*)", "x", 1))
 		return err
 	})
 	cancel()

@@ -66,7 +66,6 @@ static int lite_fill(sqlite3_stmt *s, unsigned char *buf, int64_t cap, int64_t *
 import "C"
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"math"
@@ -110,33 +109,7 @@ func (c *driverConn) query(query string, args []any) (*Rows, error) {
 	return &Rows{data: string(buf[:used]), ncol: int(C.sqlite3_column_count(s))}, nil
 }
 
-// Query runs a query on conn, a connection of a DB's pool, and returns
-// all its rows, copied out of SQLite in one pass. Each column is copied
-// once, as its bytes, and Scan converts it straight into the destination:
-// no driver.Value per column, and the statement stays prepared on the
-// connection for the next call. It is meant for the result of a page —
-// tens or hundreds of rows — since the rows are held in memory at once.
-//
-// If ctx ends while the query runs, the query is interrupted
-// (sqlite3_interrupt) and Query returns an error wrapping ctx.Err(); the
-// connection stays usable. Inside Read, fn's ctx never ends: Read itself
-// watches the caller's ctx, once for all of fn's statements.
-func Query(ctx context.Context, conn *sql.Conn, query string, args ...any) (*Rows, error) {
-	var rows *Rows
-	err := conn.Raw(func(dc any) error {
-		c, ok := dc.(*driverConn)
-		if !ok {
-			return fmt.Errorf("sqlitedb: Query needs a connection of a sqlitedb.DB, got %T", dc)
-		}
-		defer c.interruptOnDone(ctx)()
-		var err error
-		rows, err = c.query(query, args)
-		return err
-	})
-	return rows, stopped(ctx, err)
-}
-
-// Rows are the rows a Query read. Next moves to the next row; Scan copies
+// Rows are the rows Rx.Query read. Next moves to the next row; Scan copies
 // its columns into variables.
 type Rows struct {
 	data string  // the rows, encoded as lite_fill writes them
@@ -321,59 +294,11 @@ func (r *Rows) value(i int, t byte) any {
 	return nil
 }
 
-// Exec runs one statement on conn, a connection of a DB's pool (inside
-// Read or Write), and reports what it changed: the same as
-// conn.ExecContext, without database/sql's and the driver's layers (their
-// locks, a driver.Value per argument, a goroutine watching ctx). The
-// statement stays prepared on the connection for the next call. Rows the
-// statement returns, if any, are stepped through and dropped. Arguments
-// are those Query takes. If ctx ends while the statement runs, it is
-// interrupted, as Query is.
-func Exec(ctx context.Context, conn *sql.Conn, query string, args ...any) (sql.Result, error) {
-	var res result
-	err := conn.Raw(func(dc any) error {
-		c, ok := dc.(*driverConn)
-		if !ok {
-			return fmt.Errorf("sqlitedb: Exec needs a connection of a sqlitedb.DB, got %T", dc)
-		}
-		defer c.interruptOnDone(ctx)()
-		s, err := c.statement(query)
-		if err != nil {
-			return err
-		}
-		if err := c.bind(s, args); err != nil {
-			return err
-		}
-		rc := C.sqlite3_step(s)
-		for rc == C.LITE_ROW {
-			rc = C.sqlite3_step(s)
-		}
-		if rc != C.LITE_DONE {
-			err = c.lastError(rc)
-		} else {
-			res = result{changes: int64(C.sqlite3_changes64(c.handle)), lastID: int64(C.sqlite3_last_insert_rowid(c.handle))}
-		}
-		C.sqlite3_reset(s)
-		return err
-	})
-	if err != nil {
-		return nil, stopped(ctx, err)
-	}
-	return res, nil
-}
-
 // result is what Exec reports.
 type result struct{ changes, lastID int64 }
 
 func (r result) LastInsertId() (int64, error) { return r.lastID, nil }
 func (r result) RowsAffected() (int64, error) { return r.changes, nil }
-
-// QueryRow runs a query expected to return at most one row through the
-// row reader; Row's Scan reads its first row, or answers sql.ErrNoRows.
-func QueryRow(ctx context.Context, conn *sql.Conn, query string, args ...any) Row {
-	rows, err := Query(ctx, conn, query, args...)
-	return Row{rows: rows, err: err}
-}
 
 // Row is QueryRow's result.
 type Row struct {

@@ -18,8 +18,9 @@ func TestStatementCacheIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	rx := &Rx{conn: conn}
 	for i := range 3 * maxStatements {
-		rows, err := Query(ctx, conn, fmt.Sprintf("SELECT %d", i))
+		rows, err := rx.Query(ctx, fmt.Sprintf("SELECT %d", i))
 		if err != nil {
 			t.Fatal(err)
 		}

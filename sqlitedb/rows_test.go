@@ -87,10 +87,10 @@ func viaDatabaseSQL(t *testing.T, c *sql.Conn, query string, args ...any) [][]an
 	return out
 }
 
-// viaRowReader reads the same rows through Query.
+// viaRowReader reads the same rows through a handle's Query.
 func viaRowReader(t *testing.T, c *sql.Conn, query string, args ...any) [][]any {
 	t.Helper()
-	rows, err := sqlitedb.Query(context.Background(), c, query, args...)
+	rows, err := sqlitedb.RxForTest(c).Query(context.Background(), query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func abbreviate(rows [][]any) string {
 func TestScanIntoTypedDestinations(t *testing.T) {
 	db := openTestDB(t)
 	c := conn(t, db)
-	rows, err := sqlitedb.Query(context.Background(), c, `SELECT i, i, i, i, f, s, b, s FROM t WHERE id = 5`)
+	rows, err := sqlitedb.RxForTest(c).Query(context.Background(), `SELECT i, i, i, i, f, s, b, s FROM t WHERE id = 5`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestScanIntoTypedDestinations(t *testing.T) {
 
 func TestQueryErrors(t *testing.T) {
 	db := openTestDB(t)
-	c := conn(t, db)
+	rx := sqlitedb.RxForTest(conn(t, db))
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
@@ -208,14 +208,14 @@ func TestQueryErrors(t *testing.T) {
 		{"empty", ` `, nil, "empty query"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := sqlitedb.Query(ctx, c, tc.query, tc.args...)
+			_, err := rx.Query(ctx, tc.query, tc.args...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
 	t.Run("scan errors", func(t *testing.T) {
-		rows, err := sqlitedb.Query(ctx, c, `SELECT i, s FROM t WHERE id = 4`) // NULLs
+		rows, err := rx.Query(ctx, `SELECT i, s FROM t WHERE id = 4`) // NULLs
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,17 +234,6 @@ func TestQueryErrors(t *testing.T) {
 			t.Errorf("NULL into sql.NullInt64 and []byte: %v, %v, %q", err, ok, blob)
 		}
 	})
-	t.Run("a connection of another driver", func(t *testing.T) {
-		other, err := sql.Open("sqlite3", filepath.Join(t.TempDir(), "other.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Close()
-		oc := conn(t, other)
-		if _, err := sqlitedb.Query(ctx, oc, `SELECT 1`); err == nil || !strings.Contains(err.Error(), "needs a connection of a sqlitedb") {
-			t.Fatalf("error %v", err)
-		}
-	})
 }
 
 // Queries that fail leave the connection usable, and the statement that
@@ -254,7 +243,7 @@ func TestQueryAfterErrorLeavesConnectionUsable(t *testing.T) {
 	c := conn(t, db)
 	ctx := context.Background()
 	// 1/0 is NULL in SQLite; abs(MinInt64) is an integer overflow at step.
-	if _, err := sqlitedb.Query(ctx, c, `SELECT abs(i) FROM t ORDER BY id`); err == nil || !strings.Contains(err.Error(), "integer overflow") {
+	if _, err := sqlitedb.RxForTest(c).Query(ctx, `SELECT abs(i) FROM t ORDER BY id`); err == nil || !strings.Contains(err.Error(), "integer overflow") {
 		t.Fatalf("error %v, want integer overflow", err)
 	}
 	if _, err := db.Exec(`INSERT INTO t (i) VALUES (7)`); err != nil {
@@ -281,7 +270,7 @@ func TestQueryConcurrently(t *testing.T) {
 					errs <- err
 					return
 				}
-				rows, err := sqlitedb.Query(ctx, c, `SELECT id, s FROM t WHERE id <= ?`, int64(n%7+1))
+				rows, err := sqlitedb.RxForTest(c).Query(ctx, `SELECT id, s FROM t WHERE id <= ?`, int64(n%7+1))
 				c.Close()
 				if err != nil {
 					errs <- err
@@ -310,8 +299,9 @@ func TestQueryConcurrently(t *testing.T) {
 func TestExecAndQueryRow(t *testing.T) {
 	db := openTestDB(t)
 	c := conn(t, db)
+	tx := sqlitedb.TxForTest(c)
 	ctx := context.Background()
-	res, err := sqlitedb.Exec(ctx, c, `INSERT INTO t (i, s) VALUES (?, ?)`, int64(42), "x")
+	res, err := tx.Exec(ctx, `INSERT INTO t (i, s) VALUES (?, ?)`, int64(42), "x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +309,7 @@ func TestExecAndQueryRow(t *testing.T) {
 	if n, _ := res.RowsAffected(); n != 1 || id != 8 {
 		t.Fatalf("inserted: %d rows, id %d; want 1 row, id 8", n, id)
 	}
-	res, err = sqlitedb.Exec(ctx, c, `UPDATE t SET i = i + 1 WHERE i >= ? RETURNING id`, int64(42))
+	res, err = tx.Exec(ctx, `UPDATE t SET i = i + 1 WHERE i >= ? RETURNING id`, int64(42))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,17 +318,17 @@ func TestExecAndQueryRow(t *testing.T) {
 	}
 	var i int64
 	var s string
-	if err := sqlitedb.QueryRow(ctx, c, `SELECT i, s FROM t WHERE id = ?`, id).Scan(&i, &s); err != nil || i != 43 || s != "x" {
+	if err := tx.QueryRow(ctx, `SELECT i, s FROM t WHERE id = ?`, id).Scan(&i, &s); err != nil || i != 43 || s != "x" {
 		t.Fatalf("QueryRow: %d %q %v; want 43 \"x\"", i, s, err)
 	}
-	if err := sqlitedb.QueryRow(ctx, c, `SELECT i FROM t WHERE id = -1`).Scan(&i); err != sql.ErrNoRows {
+	if err := tx.QueryRow(ctx, `SELECT i FROM t WHERE id = -1`).Scan(&i); err != sql.ErrNoRows {
 		t.Fatalf("no row: %v, want sql.ErrNoRows", err)
 	}
-	if _, err := sqlitedb.Exec(ctx, c, `SELECT 1; -- only a comment follows`); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT 1; -- only a comment follows`); err != nil {
 		t.Fatalf("a trailing comment: %v", err)
 	}
 	for _, q := range []string{`DELETE FROM t; DELETE FROM t`, `SELECT 1; SELECT 2`} {
-		if _, err := sqlitedb.Exec(ctx, c, q); err == nil || !strings.Contains(err.Error(), "one statement at a time") {
+		if _, err := tx.Exec(ctx, q); err == nil || !strings.Contains(err.Error(), "one statement at a time") {
 			t.Fatalf("%s: %v, want a refusal", q, err)
 		}
 	}

@@ -23,19 +23,15 @@ import (
 // (sqlite3_interrupt) and Read returns an error wrapping ctx.Err(). Read
 // watches ctx once for all of fn: fn's ctx keeps ctx's values but is never
 // cancelled, since a statement watching its own context costs a goroutine
-// (database/sql starts one per Rows). Its statements may use database/sql
-// (conn.QueryContext, conn.QueryRowContext) or Query, the faster row
-// reader. fn must not keep conn, begin or end transactions on it, or write
-// (the read connections are query_only).
+// (database/sql starts one per Rows). fn runs its statements on rx, which
+// is valid only while fn runs (see Rx); the read connections are
+// query_only.
 //
 // A panic in fn goes on up the caller's stack once the read transaction
 // has ended; the connection stays usable.
-func (db *DB) Read(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error {
+func (db *DB) Read(ctx context.Context, fn func(ctx context.Context, rx *Rx) error) error {
 	if db.closed.Load() {
 		return ErrClosed
-	}
-	if db.readers == nil { // SharedPool
-		return db.result(db.whileBusy(ctx, nil, func() error { return db.readOn(ctx, db.readDB, fn) }))
 	}
 	if err := db.enterRead(ctx); err != nil {
 		return err
@@ -45,7 +41,7 @@ func (db *DB) Read(ctx context.Context, fn func(ctx context.Context, conn *sql.C
 }
 
 // readOn runs fn in a read transaction on a connection of pool.
-func (db *DB) readOn(ctx context.Context, pool *sql.DB, fn func(context.Context, *sql.Conn) error) error {
+func (db *DB) readOn(ctx context.Context, pool *sql.DB, fn func(context.Context, *Rx) error) error {
 	conn, err := pool.Conn(ctx)
 	if err != nil {
 		return err
@@ -63,8 +59,10 @@ func (db *DB) readOn(ctx context.Context, pool *sql.DB, fn func(context.Context,
 			execOn(conn, `ROLLBACK`)
 		}
 	}()
+	rx := &Rx{conn: conn}
+	defer func() { rx.conn = nil }()
 	stop := interruptOnDone(ctx, conn)
-	err = fn(context.WithoutCancel(ctx), conn)
+	err = fn(context.WithoutCancel(ctx), rx)
 	stop()
 	returned = true
 	// Ending a read transaction cannot fail for a reason worth reporting
@@ -106,28 +104,26 @@ func (db *DB) enterRead(ctx context.Context) error {
 func (db *DB) leaveRead() { <-db.readers }
 
 // Write runs fn in one write transaction, BEGIN IMMEDIATE … COMMIT, and
-// returns once it has committed, or failed and rolled back. With the
-// default options, fn runs on the writer goroutine after every write this
-// process asked for before it (first come, first served), in the
-// transaction's connection.
+// returns once it has committed, or failed and rolled back. fn runs on the
+// writer goroutine after every write this process asked for before it
+// (first come, first served), and runs its statements on tx, which is
+// valid only while fn runs (see Tx).
 //
 // A write whose ctx ends, or that waits longer than Options.Timeout,
 // before its turn never runs (ctx's error, or ErrTimeout). fn's ctx keeps
 // ctx's values but is not cancelled; Write watches ctx instead: if it ends
 // while fn runs, the statement running is interrupted, the transaction
 // rolls back, and Write returns an error wrapping ctx.Err(). With
-// WriterGroupCommit, and in Coalesce, writes share a transaction, and an
+// Options.GroupCommit, and in Coalesce, writes share a transaction, and an
 // interrupted statement rolls back the whole transaction (SQLite does so
 // for any interrupted write statement): there, a write is not interrupted
-// once it runs. With WriterNone, fn runs on the caller's goroutine with
-// ctx itself, and Query, Exec and database/sql's calls watch it.
+// once it runs.
 //
 // If fn returns an error, the transaction rolls back and Write returns
 // that error. If fn panics, the transaction rolls back, and the panic
 // reaches the caller's goroutine as a *PanicError (with the stack where it
-// happened); the writer goes on with the next write. fn must not keep
-// conn, nor begin or end transactions on it (savepoints are fine).
-func (db *DB) Write(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error {
+// happened); the writer goes on with the next write.
+func (db *DB) Write(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
 	return db.write(ctx, fn, false)
 }
 
@@ -140,21 +136,18 @@ func (db *DB) Write(ctx context.Context, fn func(ctx context.Context, conn *sql.
 //
 // When both kinds are waiting, the writer picks between coalesced and
 // ordinary writes at random (as select does), so a burst of one kind does
-// not hold up the other. With WriterNone, Coalesce is Write.
-func (db *DB) Coalesce(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error {
+// not hold up the other.
+func (db *DB) Coalesce(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
 	return db.write(ctx, fn, true)
 }
 
 // write is Write, or Coalesce if coalesce is set.
-func (db *DB) write(ctx context.Context, fn func(context.Context, *sql.Conn) error, coalesce bool) error {
+func (db *DB) write(ctx context.Context, fn func(context.Context, *Tx) error, coalesce bool) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
 	if ctx.Value(insideWrite{}) == db {
 		return errNested
-	}
-	if db.writer == nil {
-		return db.result(db.writeHere(ctx, fn))
 	}
 	queue := db.writer.queue
 	if coalesce {
@@ -174,54 +167,12 @@ type insideWrite struct{}
 // errNested answers a Write or Coalesce called from inside a write's
 // function: it would wait for its own turn, behind the write that called
 // it, until Timeout.
-var errNested = errors.New("sqlitedb: Write or Coalesce called inside a write on the same DB; run the statements on the write's conn instead")
+var errNested = errors.New("sqlitedb: Write or Coalesce called inside a write on the same DB; run the statements on the write's tx instead")
 
-// writeHere runs a write on the caller's goroutine (WriterNone).
-func (db *DB) writeHere(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
-	start := time.Now()
-	connCtx, cancel := context.WithTimeout(ctx, db.opts.Timeout)
-	conn, err := db.writeDB.Conn(connCtx)
-	cancel()
-	if err != nil {
-		if ctx.Err() == nil {
-			err = fmt.Errorf("waited %v for the write connection: %w", db.opts.Timeout, ErrTimeout)
-		}
-		return err
-	}
-	err = db.begin(ctx, conn)
-	db.observeWriteWait(time.Since(start))
-	if err == nil {
-		returned := false
-		defer func() {
-			if !returned { // fn panicked: roll back, give the connection back, and let the panic go on
-				execOn(conn, `ROLLBACK`)
-				conn.Close()
-			}
-		}()
-		err = fn(context.WithValue(ctx, insideWrite{}, db), conn)
-		returned = true
-		if err != nil {
-			execOn(conn, `ROLLBACK`)
-			err = stopped(ctx, err)
-		} else {
-			err = commit(conn)
-		}
-	}
-	conn.Close()
-	if err == nil && db.checkpointer != nil {
-		db.checkpointer.committed() // with the connection back: it may checkpoint on it
-	}
-	return err
-}
-
-// begin starts a write transaction on conn, retrying while the lock is
-// taken as Options.Busy says.
+// begin starts a write transaction on conn, BEGIN IMMEDIATE, retrying
+// while another process holds the lock.
 func (db *DB) begin(ctx context.Context, conn *sql.Conn) error {
-	stmt := `BEGIN IMMEDIATE`
-	if db.opts.Deferred {
-		stmt = `BEGIN`
-	}
-	err := db.whileBusy(ctx, &db.busyRetries, func() error { return execOn(conn, stmt) })
+	err := db.whileBusy(ctx, &db.busyRetries, func() error { return execOn(conn, `BEGIN IMMEDIATE`) })
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -263,27 +214,26 @@ func voidFailedCommit(conn *sql.Conn) {
 	if execOn(conn, `BEGIN IMMEDIATE`) != nil {
 		return
 	}
-	err := conn.Raw(func(dc any) error {
-		var v int64
-		if err := dc.(*driverConn).queryInt(`PRAGMA user_version`, &v); err != nil {
-			return err
-		}
-		return dc.(*driverConn).exec(fmt.Sprintf(`PRAGMA user_version = %d`, v))
-	})
+	var v int64
+	err := conn.QueryRowContext(context.Background(), `PRAGMA user_version`).Scan(&v)
+	if err == nil {
+		err = execOn(conn, fmt.Sprintf(`PRAGMA user_version = %d`, v))
+	}
 	if err != nil || execOn(conn, `COMMIT`) != nil {
 		execOn(conn, `ROLLBACK`)
 	}
 }
 
 // whileBusy runs try until it succeeds, fails with anything but a busy
-// error, or Options.Timeout has passed, sleeping BusyInterval between
-// tries; with BusySQLite it runs try once (SQLite's handler waited).
-// Each retry is counted in retries, if given.
+// error, or Options.Timeout has passed, sleeping busyInterval between
+// tries. Unlike SQLite's busy handler it does not back off, so the writer
+// that has waited longest is not the one that polls least often. Each
+// retry is counted in retries.
 func (db *DB) whileBusy(ctx context.Context, retries *atomic.Int64, try func() error) error {
 	var deadline time.Time
 	for {
 		err := try()
-		if err == nil || db.opts.Busy != BusyPoll || !IsBusy(err) {
+		if err == nil || !IsBusy(err) {
 			return err
 		}
 		if deadline.IsZero() {
@@ -291,14 +241,16 @@ func (db *DB) whileBusy(ctx context.Context, retries *atomic.Int64, try func() e
 		} else if time.Now().After(deadline) {
 			return err
 		}
-		if retries != nil {
-			retries.Add(1)
-		}
-		if err := sleepCtx(ctx, db.opts.BusyInterval); err != nil {
+		retries.Add(1)
+		if err := sleepCtx(ctx, busyInterval); err != nil {
 			return err
 		}
 	}
 }
+
+// busyInterval is how often a write polls for SQLite's lock while another
+// process holds it.
+const busyInterval = time.Millisecond
 
 func (db *DB) observeWriteWait(waited time.Duration) {
 	if db.opts.OnWriteWait != nil {
@@ -319,10 +271,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // Stats is a snapshot of a DB's counters.
 type Stats struct {
-	Writer      WriterStats     // zero with WriterNone
-	Checkpoints CheckpointStats // zero without the package's checkpointer
-	// BusyRetries counts BEGINs (and, with SharedPool, reads) that found
-	// SQLite's lock taken and were tried again (BusyPoll).
+	Writer      WriterStats
+	Checkpoints CheckpointStats
+	// BusyRetries counts BEGINs that found SQLite's lock taken (by another
+	// process) and were tried again.
 	BusyRetries int64
 	// BusyErrors counts ErrBusy errors returned to callers: each is a read
 	// or write that failed because the database was locked.
@@ -332,9 +284,8 @@ type Stats struct {
 	// wait counts stay 0: reads queue before they reach the pool.)
 	ReadWaits    int64
 	ReadWaitTime time.Duration
-	ReadPool     sql.DBStats // the read pool (with SharedPool, the one pool)
-	WritePool    sql.DBStats // the write connection (with SharedPool, the one pool)
-	SharedPool   bool
+	ReadPool     sql.DBStats // the read pool
+	WritePool    sql.DBStats // the write connection
 }
 
 // WriterStats are the writer goroutine's counters.
@@ -368,13 +319,9 @@ func (db *DB) Stats() Stats {
 		ReadWaitTime: time.Duration(db.readWaitNs.Load()),
 		ReadPool:     db.readDB.Stats(),
 		WritePool:    db.writeDB.Stats(),
-		SharedPool:   db.opts.SharedPool,
+		Writer:       db.writer.snapshot(),
 	}
-	if db.writer != nil {
-		s.Writer = db.writer.snapshot()
-	}
-	if c := db.checkpointer; c != nil {
-		s.Checkpoints = CheckpointStats{Background: c.runs.Load(), Inline: c.inline.Load(), Restarts: c.restarts.Load(), Truncates: c.truncates.Load(), Errors: c.errors.Load()}
-	}
+	c := db.checkpointer
+	s.Checkpoints = CheckpointStats{Background: c.runs.Load(), Inline: c.inline.Load(), Restarts: c.restarts.Load(), Truncates: c.truncates.Load(), Errors: c.errors.Load()}
 	return s
 }

@@ -15,13 +15,13 @@ import (
 // writer runs every write of the process on one goroutine, first come,
 // first served:
 //
-//   - one transaction per write (maxBatch 1, WriterQueue). A caller hands
+//   - one transaction per write (maxBatch 1, the default). A caller hands
 //     its write to the writer goroutine and waits for the result. The turn
 //     never passes between goroutines: when a write commits, the writer
 //     starts the next one at once, instead of waking its caller's
 //     goroutine, which would first have to wait for a CPU (on a busy
 //     machine, longer than the write itself) while nobody writes;
-//   - group commit (maxBatch > 1, WriterGroupCommit): the writes that
+//   - group commit (maxBatch > 1, Options.GroupCommit): the writes that
 //     queued up meanwhile are committed together, one BEGIN IMMEDIATE …
 //     COMMIT for a batch, each write inside its own SAVEPOINT, so BEGIN,
 //     COMMIT (the WAL append) and the hand-offs are paid once per batch.
@@ -39,7 +39,7 @@ import (
 //     transaction back), every write of the batch gets the error — none is
 //     reported done that was not committed.
 //   - Writes run with their caller's values but not its cancellation. A
-//     write in a transaction of its own (WriterQueue) whose caller leaves
+//     write in a transaction of its own (no group commit) whose caller leaves
 //     while it runs is interrupted (sqlite3_interrupt) and rolled back; in
 //     a shared transaction (group commit, coalesced) it is not, since an
 //     interrupted statement rolls back the whole transaction. A caller that
@@ -83,7 +83,7 @@ const (
 // compare-and-swap, whether the writer runs it or its caller has left.
 type pendingWrite struct {
 	ctx    context.Context
-	fn     func(context.Context, *sql.Conn) error
+	fn     func(context.Context, *Tx) error
 	queued time.Time
 	state  atomic.Int32
 	done   chan error // buffered: the writer never blocks on it
@@ -101,7 +101,7 @@ func newWriter(db *DB, maxBatch int) *writer {
 // submit queues fn on queue (wr.queue or wr.coalesced) and waits for its
 // result: its own error, its batch's, or ErrTimeout if its turn did not
 // come within Options.Timeout.
-func (wr *writer) submit(ctx context.Context, fn func(context.Context, *sql.Conn) error, queue chan *pendingWrite) error {
+func (wr *writer) submit(ctx context.Context, fn func(context.Context, *Tx) error, queue chan *pendingWrite) error {
 	w := &pendingWrite{ctx: ctx, fn: fn, queued: time.Now(), done: make(chan error, 1)}
 	return wr.wait(ctx, w, queue)
 }
@@ -265,7 +265,9 @@ func (wr *writer) call(w *pendingWrite, conn *sql.Conn) (err error) {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return w.fn(wr.fnContext(w), conn)
+	tx := &Tx{Rx{conn: conn}}
+	defer func() { tx.conn = nil }()
+	return w.fn(wr.fnContext(w), tx)
 }
 
 // begin takes the write connection and starts a write transaction on it,

@@ -2,7 +2,6 @@ package sqlitedb_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,16 +11,19 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews/sqlitedb"
-	"github.com/mattn/go-sqlite3"
 )
+
+// sqliteConstraint is SQLite's primary result code for a constraint
+// violation (SQLITE_CONSTRAINT).
+const sqliteConstraint = 19
 
 // writerModes are the modes in which one goroutine runs every write.
 var writerModes = []struct {
-	name string
-	mode sqlitedb.WriterMode
+	name        string
+	groupCommit bool
 }{
-	{"queue", sqlitedb.WriterQueue},
-	{"group-commit", sqlitedb.WriterGroupCommit},
+	{"queue", false},
+	{"group-commit", true},
 }
 
 // Writes run in the order they were asked for: n writes queued one after
@@ -31,7 +33,7 @@ func TestWriterIsFIFO(t *testing.T) {
 	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := context.Background()
-			db, _ := openDB(t, &sqlitedb.Options{Writer: m.mode, Timeout: within})
+			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: m.groupCommit, Timeout: within})
 			createT(t, db)
 			before := db.Stats().Writer
 			release := holdWriter(t, db, nil)
@@ -59,7 +61,7 @@ func TestWriterIsFIFO(t *testing.T) {
 			}
 			s := db.Stats().Writer
 			wantCommits := int64(1 + n) // the held write, then one each
-			if m.mode == sqlitedb.WriterGroupCommit {
+			if m.groupCommit {
 				wantCommits = 2 // the held write, then one batch
 			}
 			if s.Depth != 0 || s.MaxDepth < n || s.Turns-before.Turns != 1+n || s.Commits-before.Commits != wantCommits {
@@ -76,7 +78,7 @@ func TestWriterIsFIFO(t *testing.T) {
 // insert must be undone, and no other).
 func TestGroupCommitIsolatesFailures(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t, &sqlitedb.Options{Writer: sqlitedb.WriterGroupCommit, Timeout: within})
+	db, _ := openDB(t, &sqlitedb.Options{GroupCommit: true, Timeout: within})
 	mustExec(t, db, `CREATE TABLE posts (id INTEGER PRIMARY KEY, title TEXT NOT NULL UNIQUE)`)
 	before := db.Stats().Writer
 	release := holdWriter(t, db, nil)
@@ -94,17 +96,17 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 			if i%2 == 1 {
 				title = "The same title for all"
 			}
-			err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
+			err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 				if i == n-1 {
-					if _, err := conn.ExecContext(ctx, `INSERT INTO posts (title) VALUES ('Undone')`); err != nil {
+					if _, err := tx.Exec(ctx, `INSERT INTO posts (title) VALUES ('Undone')`); err != nil {
 						return err
 					}
 					return errBoom
 				}
-				_, err := conn.ExecContext(ctx, `INSERT INTO posts (title) VALUES (?)`, title)
+				_, err := tx.Exec(ctx, `INSERT INTO posts (title) VALUES (?)`, title)
 				return err
 			})
-			var se sqlite3.Error
+			var se *sqlitedb.Error
 			switch {
 			case i == n-1 && errors.Is(err, errBoom):
 				boom.Add(1)
@@ -112,7 +114,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 				uniqueOK.Add(1)
 			case err == nil && i%2 == 1:
 				dupOK.Add(1)
-			case errors.As(err, &se) && se.Code == sqlite3.ErrConstraint && i%2 == 1:
+			case errors.As(err, &se) && se.Code&0xff == sqliteConstraint && i%2 == 1:
 				dupConstraint.Add(1)
 			default:
 				t.Errorf("write %d: %v", i, err)
@@ -143,27 +145,27 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 // A write whose caller leaves before its turn never runs, is counted as
 // abandoned, and the writer goes on with the next.
 func TestWriterSkipsAbandonedWrites(t *testing.T) {
-	type submit func(*sqlitedb.DB, context.Context, func(context.Context, *sql.Conn) error) error
+	type submit func(*sqlitedb.DB, context.Context, func(context.Context, *sqlitedb.Tx) error) error
 	for _, c := range []struct {
-		name   string
-		mode   sqlitedb.WriterMode
-		submit submit
+		name        string
+		groupCommit bool
+		submit      submit
 	}{
-		{"queue", sqlitedb.WriterQueue, (*sqlitedb.DB).Write},
-		{"group-commit", sqlitedb.WriterGroupCommit, (*sqlitedb.DB).Write},
-		{"coalesced", sqlitedb.WriterQueue, (*sqlitedb.DB).Coalesce},
+		{"queue", false, (*sqlitedb.DB).Write},
+		{"group-commit", true, (*sqlitedb.DB).Write},
+		{"coalesced", false, (*sqlitedb.DB).Coalesce},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			db, _ := openDB(t, &sqlitedb.Options{Writer: c.mode, Timeout: within})
+			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: c.groupCommit, Timeout: within})
 			createT(t, db)
 			release := holdWriter(t, db, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			var ran atomic.Bool
 			errc := make(chan error, 1)
 			go func() {
-				errc <- c.submit(db, ctx, func(ctx context.Context, conn *sql.Conn) error {
+				errc <- c.submit(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 					ran.Store(true)
-					return insert(1)(ctx, conn)
+					return insert(1)(ctx, tx)
 				})
 			}()
 			waitFor(t, "the write to queue behind the held turn", func() bool { return db.Stats().Writer.Depth == 1 })
@@ -195,13 +197,13 @@ func TestWriterSkipsAbandonedWrites(t *testing.T) {
 func TestWriteTimesOutBeforeItsTurn(t *testing.T) {
 	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
-			db, _ := openDB(t, &sqlitedb.Options{Writer: m.mode, Timeout: 200 * time.Millisecond})
+			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: m.groupCommit, Timeout: 200 * time.Millisecond})
 			createT(t, db)
 			release := holdWriter(t, db, insert(1))
 			var ran atomic.Bool
-			err := db.Write(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+			err := db.Write(context.Background(), func(ctx context.Context, tx *sqlitedb.Tx) error {
 				ran.Store(true)
-				return insert(2)(ctx, conn)
+				return insert(2)(ctx, tx)
 			})
 			if !errors.Is(err, sqlitedb.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("a write that waited past the timeout returned %v, want ErrTimeout and context.DeadlineExceeded", err)
@@ -229,15 +231,15 @@ func TestWriteInProgressIsNotInterrupted(t *testing.T) {
 	type key struct{}
 	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
-			db, _ := openDB(t, &sqlitedb.Options{Writer: m.mode, Timeout: within})
+			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: m.groupCommit, Timeout: within})
 			createT(t, db)
 			ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "value"))
 			defer cancel()
 			started, cancelled := make(chan struct{}), make(chan struct{})
 			errc := make(chan error, 1)
 			go func() {
-				errc <- db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-					if err := insert(1)(ctx, conn); err != nil {
+				errc <- db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+					if err := insert(1)(ctx, tx); err != nil {
 						return err
 					}
 					close(started)
@@ -248,7 +250,7 @@ func TestWriteInProgressIsNotInterrupted(t *testing.T) {
 					if v := ctx.Value(key{}); v != "value" {
 						return fmt.Errorf("fn's context lost its caller's value: %v", v)
 					}
-					return insert(2)(ctx, conn)
+					return insert(2)(ctx, tx)
 				})
 			}()
 			select {
@@ -288,8 +290,8 @@ func TestCoalescedWritesShareACommit(t *testing.T) {
 			}
 			// Returned after the commit: a new read sees it.
 			var got int
-			err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-				return conn.QueryRowContext(ctx, `SELECT count(*) FROM t WHERE n = ?`, i).Scan(&got)
+			err := db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+				return rx.QueryRow(ctx, `SELECT count(*) FROM t WHERE n = ?`, i).Scan(&got)
 			})
 			if err != nil || got != 1 {
 				t.Errorf("coalesced write %d returned, but a read after it sees %d rows of it (%v)", i, got, err)
@@ -321,8 +323,8 @@ func TestCoalescedFailureFailsItsBatch(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = db.Coalesce(ctx, func(ctx context.Context, conn *sql.Conn) error {
-				if err := insert(i)(ctx, conn); err != nil {
+			errs[i] = db.Coalesce(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+				if err := insert(i)(ctx, tx); err != nil {
 					return err
 				}
 				if i == n/2 {
@@ -359,7 +361,7 @@ func TestCoalescedFailureFailsItsBatch(t *testing.T) {
 func TestWriteWithItsContextDoneNeverRuns(t *testing.T) {
 	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
-			db, _ := openDB(t, &sqlitedb.Options{Writer: m.mode})
+			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: m.groupCommit})
 			createT(t, db)
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
@@ -369,9 +371,9 @@ func TestWriteWithItsContextDoneNeverRuns(t *testing.T) {
 				if i%2 == 1 {
 					write = db.Coalesce
 				}
-				err := write(ctx, func(ctx context.Context, conn *sql.Conn) error {
+				err := write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 					ran.Add(1)
-					return insert(i)(ctx, conn)
+					return insert(i)(ctx, tx)
 				})
 				if !errors.Is(err, context.Canceled) {
 					t.Errorf("write %d with its context cancelled: %v, want context.Canceled", i, err)

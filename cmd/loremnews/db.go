@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/metrics"
 	"github.com/loremnews/loremnews/postgres"
 	"github.com/loremnews/loremnews/sqlite"
 )
@@ -84,8 +85,15 @@ func (d *dbFlags) validate(fs *flagSet) error {
 // postgres reports whether --db names a PostgreSQL database.
 func (d *dbFlags) postgres() bool { return postgres.IsURL(d.dsn) }
 
+// database is what the commands open: the site's store, its operations,
+// and the collector of its own metrics.
+type database interface {
+	loremnews.Database
+	metrics.Source
+}
+
 // open opens the SQLite file or the PostgreSQL database --db names.
-func (d *dbFlags) open(ctx context.Context) (loremnews.Database, error) {
+func (d *dbFlags) open(ctx context.Context) (database, error) {
 	// Each branch returns a nil interface on failure, never an interface
 	// holding a nil *DB (which would compare unequal to nil).
 	if d.postgres() {

@@ -42,25 +42,97 @@ CREATE TABLE entries (
 CREATE INDEX entries_by_account ON entries (account_id, id);`
 )
 
-// querier is what the load's SQL needs: a *sql.Conn or a *sql.Tx.
+// querier is what the load's SQL needs, whichever way it runs: through
+// database/sql (sqlQuerier) or through the package's handles (rxQuerier,
+// txQuerier).
 type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	exec(ctx context.Context, query string, args ...any) error
+	queryRow(ctx context.Context, query string, args ...any) scanner
+	query(ctx context.Context, query string, args ...any) (resultRows, error)
+}
+
+// scanner is a row: *sql.Row, sqlitedb.Row.
+type scanner interface{ Scan(dest ...any) error }
+
+// resultRows are a query's rows: *sql.Rows, *sqlitedb.Rows.
+type resultRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// sqlQuerier runs the load's SQL through database/sql: on a *sql.Conn, a
+// *sql.Tx or a *sql.DB.
+type sqlQuerier struct {
+	q interface {
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	}
+}
+
+func (s sqlQuerier) exec(ctx context.Context, query string, args ...any) error {
+	_, err := s.q.ExecContext(ctx, query, args...)
+	return err
+}
+
+func (s sqlQuerier) queryRow(ctx context.Context, query string, args ...any) scanner {
+	return s.q.QueryRowContext(ctx, query, args...)
+}
+
+func (s sqlQuerier) query(ctx context.Context, query string, args ...any) (resultRows, error) {
+	r, err := s.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// rxQuerier runs the load's reads on a read's handle.
+type rxQuerier struct{ rx *sqlitedb.Rx }
+
+func (h rxQuerier) exec(context.Context, string, ...any) error {
+	return errors.New("a read's handle cannot write")
+}
+
+func (h rxQuerier) queryRow(ctx context.Context, query string, args ...any) scanner {
+	return h.rx.QueryRow(ctx, query, args...)
+}
+
+func (h rxQuerier) query(ctx context.Context, query string, args ...any) (resultRows, error) {
+	r, err := h.rx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// txQuerier runs the load's SQL on a write's handle.
+type txQuerier struct {
+	rxQuerier
+	tx *sqlitedb.Tx
+}
+
+func newTxQuerier(tx *sqlitedb.Tx) txQuerier { return txQuerier{rxQuerier{&tx.Rx}, tx} }
+
+func (h txQuerier) exec(ctx context.Context, query string, args ...any) error {
+	_, err := h.tx.Exec(ctx, query, args...)
+	return err
 }
 
 // seed creates the schema and the accounts (balance 0) with their entries.
 func seed(ctx context.Context, q querier) error {
-	if _, err := q.ExecContext(ctx, benchSchema); err != nil {
+	if err := q.exec(ctx, benchSchema); err != nil {
 		return fmt.Errorf("schema: %w", err)
 	}
 	now := time.Now().UnixNano()
 	for a := int64(1); a <= benchAccounts; a++ {
-		if _, err := q.ExecContext(ctx, `INSERT INTO accounts (id, name, balance) VALUES (?, ?, 0)`, a, fmt.Sprintf("account %d", a)); err != nil {
+		if err := q.exec(ctx, `INSERT INTO accounts (id, name, balance) VALUES (?, ?, 0)`, a, fmt.Sprintf("account %d", a)); err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}
 		for range benchEntries {
-			if _, err := q.ExecContext(ctx, `INSERT INTO entries (account_id, amount, note, created_at) VALUES (?, 0, 'opening', ?)`, a, now); err != nil {
+			if err := q.exec(ctx, `INSERT INTO entries (account_id, amount, note, created_at) VALUES (?, 0, 'opening', ?)`, a, now); err != nil {
 				return fmt.Errorf("seed: %w", err)
 			}
 		}
@@ -74,13 +146,13 @@ func seed(ctx context.Context, q querier) error {
 // an update if two transactions interleaved.
 func raise(ctx context.Context, q querier, account int64) error {
 	var balance int64
-	if err := q.QueryRowContext(ctx, `SELECT balance FROM accounts WHERE id = ?`, account).Scan(&balance); err != nil {
+	if err := q.queryRow(ctx, `SELECT balance FROM accounts WHERE id = ?`, account).Scan(&balance); err != nil {
 		return fmt.Errorf("select: %w", err)
 	}
-	if _, err := q.ExecContext(ctx, `UPDATE accounts SET balance = ? WHERE id = ?`, balance+1, account); err != nil {
+	if err := q.exec(ctx, `UPDATE accounts SET balance = ? WHERE id = ?`, balance+1, account); err != nil {
 		return fmt.Errorf("update: %w", err)
 	}
-	if _, err := q.ExecContext(ctx, `INSERT INTO entries (account_id, amount, note, created_at) VALUES (?, 1, 'raise', ?)`, account, time.Now().UnixNano()); err != nil {
+	if err := q.exec(ctx, `INSERT INTO entries (account_id, amount, note, created_at) VALUES (?, 1, 'raise', ?)`, account, time.Now().UnixNano()); err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
 	return nil
@@ -89,7 +161,7 @@ func raise(ctx context.Context, q querier, account int64) error {
 // latest is the read: an account's 20 latest entries, joined with the
 // account, as a page would list them.
 func latest(ctx context.Context, q querier, account int64) error {
-	rows, err := q.QueryContext(ctx, `SELECT e.id, e.amount, e.note, e.created_at, a.name, a.balance
+	rows, err := q.query(ctx, `SELECT e.id, e.amount, e.note, e.created_at, a.name, a.balance
 		FROM entries e JOIN accounts a ON a.id = e.account_id
 		WHERE e.account_id = ? ORDER BY e.id DESC LIMIT 20`, account)
 	if err != nil {
@@ -119,7 +191,7 @@ func latest(ctx context.Context, q querier, account int64) error {
 // totals are what the correctness check reads: the sum of the balances and
 // the number of entries.
 func totals(ctx context.Context, q querier) (balances, entries int64, err error) {
-	err = q.QueryRowContext(ctx, `SELECT (SELECT sum(balance) FROM accounts), (SELECT count(*) FROM entries)`).Scan(&balances, &entries)
+	err = q.queryRow(ctx, `SELECT (SELECT sum(balance) FROM accounts), (SELECT count(*) FROM entries)`).Scan(&balances, &entries)
 	return balances, entries, err
 }
 
@@ -145,7 +217,7 @@ func openPackage(tb testing.TB, path string, opts *sqlitedb.Options) *pkgSetup {
 		if err != nil {
 			return err
 		}
-		if err := seed(ctx, tx); err != nil {
+		if err := seed(ctx, sqlQuerier{tx}); err != nil {
 			tx.Rollback()
 			return err
 		}
@@ -159,16 +231,16 @@ func openPackage(tb testing.TB, path string, opts *sqlitedb.Options) *pkgSetup {
 }
 
 func (s *pkgSetup) write(ctx context.Context, account int64) error {
-	return s.db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error { return raise(ctx, conn, account) })
+	return s.db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error { return raise(ctx, newTxQuerier(tx), account) })
 }
 
 func (s *pkgSetup) read(ctx context.Context, account int64) error {
-	return s.db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error { return latest(ctx, conn, account) })
+	return s.db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error { return latest(ctx, rxQuerier{rx}, account) })
 }
 
 func (s *pkgSetup) totals(ctx context.Context) (balances, entries int64, err error) {
-	err = s.db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		balances, entries, err = totals(ctx, conn)
+	err = s.db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		balances, entries, err = totals(ctx, rxQuerier{rx})
 		return err
 	})
 	return balances, entries, err
@@ -211,7 +283,7 @@ func openPools(tb testing.TB, writeDSN string, writeConns int, readDSN string, r
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := seed(ctx, tx); err != nil {
+	if err := seed(ctx, sqlQuerier{tx}); err != nil {
 		tb.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -228,7 +300,7 @@ func (s *poolSetup) write(ctx context.Context, account int64) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := raise(ctx, tx, account); err != nil {
+	if err := raise(ctx, sqlQuerier{tx}, account); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -239,11 +311,11 @@ func (s *poolSetup) write(ctx context.Context, account int64) error {
 }
 
 func (s *poolSetup) read(ctx context.Context, account int64) error {
-	return latest(ctx, s.readDB, account)
+	return latest(ctx, sqlQuerier{s.readDB}, account)
 }
 
 func (s *poolSetup) totals(ctx context.Context) (balances, entries int64, err error) {
-	return totals(ctx, s.readDB)
+	return totals(ctx, sqlQuerier{s.readDB})
 }
 
 func (s *poolSetup) close() error {
@@ -446,20 +518,34 @@ func BenchmarkCompare(b *testing.B) {
 	}
 }
 
+// openInCommit is the baseline of BenchmarkWritesBesideReads: database/sql
+// by hand, one write connection whose transactions begin IMMEDIATE beside a
+// query_only read pool (as two-pools), with the package's page cache,
+// where SQLite checkpoints inside the commit that takes the WAL past 1,000
+// pages (wal_autocheckpoint, SQLite's own behaviour).
+func openInCommit(tb testing.TB, path string) setup {
+	const pragmas = commonPragmas + "&_cache_size=-20000"
+	return openPools(tb, "file:"+path+"?"+pragmas+"&_txlock=immediate", 1,
+		"file:"+path+"?"+pragmas+"&_query_only=true", poolConns())
+}
+
 // BenchmarkWritesBesideReads measures the latency of writes from 16
 // goroutines while 8 others read, with WAL checkpoints inside the commits
-// that take the WAL past 1,000 pages (SQLiteCheckpoints, SQLite's own
-// behaviour) and from the package's checkpointer (the default): a
-// checkpoint inside a commit stalls every write queued behind it, which
-// shows in the tail. b.N is the number of writes.
+// that take the WAL past 1,000 pages (SQLite's own behaviour, on a write
+// connection and a read pool of database/sql: openInCommit) and from the
+// package's checkpointer: a checkpoint inside a commit stalls every write
+// queued behind it, which shows in the tail. b.N is the number of writes.
 func BenchmarkWritesBesideReads(b *testing.B) {
 	for _, mode := range []struct {
 		name string
-		opts sqlitedb.Options
-	}{{"in-commit", sqlitedb.Options{SQLiteCheckpoints: true}}, {"checkpointer", sqlitedb.Options{}}} {
+		open func(tb testing.TB, path string) setup
+	}{
+		{"in-commit", openInCommit},
+		{"checkpointer", func(tb testing.TB, path string) setup { return openPackage(tb, path, nil) }},
+	} {
 		b.Run(mode.name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "db.sqlite3")
-			s := openPackage(b, path, &mode.opts)
+			s := mode.open(b, path)
 			defer s.close()
 			b.ResetTimer()
 			res := runLoad(s, b.N, 16, 8)
@@ -472,7 +558,8 @@ func BenchmarkWritesBesideReads(b *testing.B) {
 				b.ReportMetric(ms(res.writeLat, q), fmt.Sprintf("write-p%v-ms", q))
 			}
 			b.ReportMetric(walMB(b, path), "wal-MB")
-			if ck := s.db.Stats().Checkpoints; !mode.opts.SQLiteCheckpoints {
+			if ps, ok := s.(*pkgSetup); ok {
+				ck := ps.db.Stats().Checkpoints
 				// Inline and restart: on the writer's path, to finish a
 				// background checkpoint, or because the WAL passed the
 				// hard limit.

@@ -18,16 +18,12 @@
 //	busy_errors_total                counter  reads and writes that failed with ErrBusy
 //	checkpoints_total{kind}          counter  WAL checkpoints: background, inline, restart, truncate
 //	checkpoint_errors_total          counter  checkpoints that failed (tried again later)
-//	pool_open_connections{pool}      gauge    open connections: read, write (or shared)
+//	pool_open_connections{pool}      gauge    open connections: read, write
 //	pool_in_use_connections{pool}    gauge    connections in use
 //	pool_waits_total{pool}           counter  times a caller waited for a connection
 //	pool_wait_seconds_total{pool}    counter  time spent waiting for a connection
 //	read_waits_total                 counter  reads that found every read connection taken
 //	read_wait_seconds_total          counter  time those reads waited, in arrival order
-//
-// The writer metrics are left out with Options.Writer WriterNone, the
-// checkpoint metrics where the package's checkpointer does not run
-// (SharedPool or SQLiteCheckpoints).
 package sqlitedbprom
 
 import (
@@ -64,11 +60,11 @@ func NewCollector(db *sqlitedb.DB, namespace string) prometheus.Collector {
 		turns:            desc("writer_turns_total", "Writes the writer ran, ordinary and coalesced."),
 		abandoned:        desc("writer_abandoned_total", "Writes whose caller left (context ended, Timeout passed) before their turn; they never ran."),
 		commits:          desc("writer_commits_total", "Transactions the writer committed (coalesced writes share one)."),
-		busyRetries:      desc("busy_retries_total", "BEGINs (and shared-pool reads) that found SQLite's lock taken and were tried again."),
+		busyRetries:      desc("busy_retries_total", "BEGINs that found SQLite's lock taken and were tried again."),
 		busyErrors:       desc("busy_errors_total", "Reads and writes that failed with ErrBusy: the database stayed locked past Timeout."),
 		checkpoints:      desc("checkpoints_total", "WAL checkpoints, by kind: background (PASSIVE, own connection), inline (the writer finishing a background one), restart (the writer, past the hard limit), truncate (once writes stopped).", "kind"),
 		checkpointErrors: desc("checkpoint_errors_total", "WAL checkpoints that failed (tried again at the next signal)."),
-		poolOpen:         desc("pool_open_connections", "Open connections, by pool (read, write, or shared).", "pool"),
+		poolOpen:         desc("pool_open_connections", "Open connections, by pool (read, write).", "pool"),
 		poolInUse:        desc("pool_in_use_connections", "Connections in use, by pool.", "pool"),
 		poolWaits:        desc("pool_waits_total", "Times a caller of database/sql waited for a free connection, by pool.", "pool"),
 		poolWaitSeconds:  desc("pool_wait_seconds_total", "Time callers of database/sql spent waiting for a free connection, by pool.", "pool"),
@@ -91,7 +87,6 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.db.Stats()
-	o := c.db.Options()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -99,25 +94,21 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 
-	if o.Writer != sqlitedb.WriterNone {
-		w := s.Writer
-		gauge(c.queueDepth, float64(w.Depth))
-		gauge(c.queueMaxDepth, float64(w.MaxDepth))
-		counter(c.turns, float64(w.Turns))
-		counter(c.abandoned, float64(w.Abandoned))
-		counter(c.commits, float64(w.Commits))
-		counter(c.writeWaitSeconds, w.Waited.Seconds())
-	}
+	w := s.Writer
+	gauge(c.queueDepth, float64(w.Depth))
+	gauge(c.queueMaxDepth, float64(w.MaxDepth))
+	counter(c.turns, float64(w.Turns))
+	counter(c.abandoned, float64(w.Abandoned))
+	counter(c.commits, float64(w.Commits))
+	counter(c.writeWaitSeconds, w.Waited.Seconds())
 	counter(c.busyRetries, float64(s.BusyRetries))
 	counter(c.busyErrors, float64(s.BusyErrors))
-	if !o.SharedPool && !o.SQLiteCheckpoints {
-		k := s.Checkpoints
-		counter(c.checkpoints, float64(k.Background), "background")
-		counter(c.checkpoints, float64(k.Inline), "inline")
-		counter(c.checkpoints, float64(k.Restarts), "restart")
-		counter(c.checkpoints, float64(k.Truncates), "truncate")
-		counter(c.checkpointErrors, float64(k.Errors))
-	}
+	k := s.Checkpoints
+	counter(c.checkpoints, float64(k.Background), "background")
+	counter(c.checkpoints, float64(k.Inline), "inline")
+	counter(c.checkpoints, float64(k.Restarts), "restart")
+	counter(c.checkpoints, float64(k.Truncates), "truncate")
+	counter(c.checkpointErrors, float64(k.Errors))
 
 	pool := func(name string, p sql.DBStats) {
 		gauge(c.poolOpen, float64(p.OpenConnections), name)
@@ -125,12 +116,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.poolWaits, float64(p.WaitCount), name)
 		counter(c.poolWaitSeconds, p.WaitDuration.Seconds(), name)
 	}
-	if s.SharedPool {
-		pool("shared", s.ReadPool)
-	} else {
-		pool("read", s.ReadPool)
-		pool("write", s.WritePool)
-		counter(c.readWaits, float64(s.ReadWaits))
-		counter(c.readWaitSeconds, s.ReadWaitTime.Seconds())
-	}
+	pool("read", s.ReadPool)
+	pool("write", s.WritePool)
+	counter(c.readWaits, float64(s.ReadWaits))
+	counter(c.readWaitSeconds, s.ReadWaitTime.Seconds())
 }

@@ -32,16 +32,16 @@ func work(t *testing.T, db *sqlitedb.DB, n int) {
 	t.Helper()
 	ctx := context.Background()
 	for i := range n {
-		if err := db.Write(ctx, func(ctx context.Context, conn *sql.Conn) error {
-			_, err := conn.ExecContext(ctx, `INSERT INTO t (v) VALUES (?)`, i)
+		if err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO t (v) VALUES (?)`, i)
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.Read(ctx, func(ctx context.Context, conn *sql.Conn) error {
+	if err := db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
 		var count int
-		return conn.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&count)
+		return rx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&count)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ test_sqlite_writer_queue_depth 0
 # HELP test_sqlite_busy_errors_total Reads and writes that failed with ErrBusy: the database stayed locked past Timeout.
 # TYPE test_sqlite_busy_errors_total counter
 test_sqlite_busy_errors_total 0
-# HELP test_sqlite_pool_open_connections Open connections, by pool (read, write, or shared).
+# HELP test_sqlite_pool_open_connections Open connections, by pool (read, write).
 # TYPE test_sqlite_pool_open_connections gauge
 test_sqlite_pool_open_connections{pool="read"} 1
 test_sqlite_pool_open_connections{pool="write"} 1
@@ -112,31 +112,6 @@ test_sqlite_pool_in_use_connections{pool="write"} 0
 # TYPE test_sqlite_writer_turns_total counter
 test_sqlite_writer_turns_total 8
 `), "test_sqlite_writer_turns_total"); err != nil {
-		t.Error(err)
-	}
-}
-
-// Without the writer goroutine and the checkpointer (one shared pool, each
-// write on its caller's goroutine) their metrics are left out, and the one
-// pool is reported once, as "shared".
-func TestCollectorSharedPoolNoWriter(t *testing.T) {
-	db := open(t, sqlitedb.Options{SharedPool: true, Writer: sqlitedb.WriterNone})
-	work(t, db, 2)
-	c := sqlitedbprom.NewCollector(db, "")
-
-	if n := testutil.CollectAndCount(c); n != 2+4 {
-		t.Errorf("CollectAndCount = %d, want %d", n, 2+4)
-	}
-	for _, absent := range []string{"sqlite_writer_turns_total", "sqlite_checkpoints_total"} {
-		if n := testutil.CollectAndCount(c, absent); n != 0 {
-			t.Errorf("%s: %d metrics, want none", absent, n)
-		}
-	}
-	if err := testutil.CollectAndCompare(c, strings.NewReader(`
-# HELP sqlite_pool_in_use_connections Connections in use, by pool.
-# TYPE sqlite_pool_in_use_connections gauge
-sqlite_pool_in_use_connections{pool="shared"} 0
-`), "sqlite_pool_in_use_connections"); err != nil {
 		t.Error(err)
 	}
 }

@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 
@@ -21,8 +20,11 @@ func main() {
 		os.Exit(1)
 	}
 	defer db.Close()
-	err = db.Write(ctx, func(ctx context.Context, c *sql.Conn) error {
-		_, err := c.ExecContext(ctx, `CREATE TABLE t (x); INSERT INTO t VALUES (1)`)
+	err = db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE TABLE t (x)`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO t VALUES (1)`)
 		return err
 	})
 	if err != nil {
@@ -30,8 +32,8 @@ func main() {
 		os.Exit(1)
 	}
 	var n int
-	err = db.Read(ctx, func(ctx context.Context, c *sql.Conn) error {
-		return sqlitedb.QueryRow(ctx, c, `SELECT count(*) FROM t`).Scan(&n)
+	err = db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		return rx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n)
 	})
 	if err != nil {
 		fmt.Println("read:", err)
