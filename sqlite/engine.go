@@ -89,7 +89,7 @@ func (r sqlitedbRx) Query(ctx context.Context, query string, args ...any) (rows,
 }
 
 func (r sqlitedbRx) QueryRow(ctx context.Context, query string, args ...any) row {
-	return r.Rx.QueryRow(ctx, query, args...)
+	return queryRowOn(ctx, r.Rx, query, args)
 }
 
 func (t sqlitedbTx) Query(ctx context.Context, query string, args ...any) (rows, error) {
@@ -97,7 +97,7 @@ func (t sqlitedbTx) Query(ctx context.Context, query string, args ...any) (rows,
 }
 
 func (t sqlitedbTx) QueryRow(ctx context.Context, query string, args ...any) row {
-	return t.Tx.QueryRow(ctx, query, args...)
+	return queryRowOn(ctx, &t.Tx.Rx, query, args)
 }
 
 // queryOn is r.Query, with no typed nil in the interface on error.
@@ -108,3 +108,29 @@ func queryOn(ctx context.Context, r *sqlitedb.Rx, query string, args []any) (row
 	}
 	return rs, nil
 }
+
+// queryRowOn is r.QueryRow as a row that costs no allocation of its own:
+// the rows' pointer, or the error.
+func queryRowOn(ctx context.Context, r *sqlitedb.Rx, query string, args []any) row {
+	rs, err := r.Query(ctx, query, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return (*firstRow)(rs)
+}
+
+// firstRow scans the first of its rows, or answers sql.ErrNoRows.
+type firstRow sqlitedb.Rows
+
+func (r *firstRow) Scan(dest ...any) error {
+	rs := (*sqlitedb.Rows)(r)
+	if !rs.Next() {
+		return sql.ErrNoRows
+	}
+	return rs.Scan(dest...)
+}
+
+// errRow answers its query's error.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
