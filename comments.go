@@ -5,6 +5,13 @@ import (
 	"time"
 )
 
+// PostCommentsPageSize is how many comments a page of a post lists: its
+// first page (Store.PostPage) the newest ones, then each further page
+// (Store.PostComments) the next older ones. It bounds what one view of a
+// post can cost, however many comments the post has: at most this many
+// bodies of at most MaxBodyLen characters each are read and rendered.
+const PostCommentsPageSize = 20
+
 // Comment is a reply to a post. Author and Post are filled in by queries that
 // join them (a post page needs the authors, a user page the post titles).
 type Comment struct {

@@ -69,10 +69,18 @@ type PostStore interface {
 	// authors: the front page (beforeID math.MaxInt64) and its next pages,
 	// keyset-paged like UserPosts.
 	PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*Post, error)
-	// PostPage loads a post with its author and its comments (newest first)
-	// with their authors. A post that existed but was deleted is EGONE; an
+	// PostPage loads a post with its author and the first page of its
+	// comments with their authors: the newest PostCommentsPageSize, newest
+	// first. The post's CommentsCount is the total; PostComments pages on
+	// through the rest. A post that existed but was deleted is EGONE; an
 	// id never used is ENOTFOUND.
 	PostPage(ctx context.Context, id int64) (*Post, []*Comment, error)
+	// PostComments pages on through a post's comments, newest first, as
+	// UserComments does through a user's: the post (as PostPage loads it,
+	// EGONE or ENOTFOUND alike) and at most limit of its comments with
+	// id < beforeID (the last id the previous page showed), with their
+	// authors. A limit below 0 is 0.
+	PostComments(ctx context.Context, postID, beforeID int64, limit int) (*Post, []*Comment, error)
 }
 
 // CommentStore reads and writes comments.

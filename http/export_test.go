@@ -22,6 +22,14 @@ func RenderPostPage(w io.Writer, post *loremnews.Post, comments []*loremnews.Com
 	return layout(&p.basePage, p.view()).Render(context.Background(), w)
 }
 
+// UserPageLimit is how many posts and how many comments a page of a user's
+// lists.
+const UserPageLimit = userPageLimit
+
+// SetClock sets the clock the handler reads a page's time from (the ages
+// it shows, "3 hours ago"), so a test can compare a page byte for byte.
+func SetClock(h *Handler, now func() time.Time) { h.now = now }
+
 func RenderIndexPage(w io.Writer, posts []*loremnews.Post) error {
 	p := &indexPage{basePage: basePage{now: time.Now()}, Heading: "Posts", Posts: posts}
 	return layout(&p.basePage, p.view()).Render(context.Background(), w)

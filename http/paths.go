@@ -41,8 +41,9 @@ func sitePathURL(base string, id int64, tail string) templ.SafeURL {
 // sitePath(postsBase, postID, commentTail(id)) is /posts/7#comment-12.
 func commentTail(id int64) string { return "#comment-" + strconv.FormatInt(id, 10) }
 
-// pageTail is the tail of a user's next page of posts or comments
-// (list "posts" or "comments") after the row with id before.
+// pageTail is the tail of a user's next page of posts or comments, or of
+// a post's next page of comments (list "posts" or "comments"), after the
+// row with id before.
 func pageTail(list string, before int64) string {
 	return "/" + list + "?before=" + strconv.FormatInt(before, 10)
 }

@@ -23,11 +23,29 @@ type indexPage struct {
 
 type postPage struct {
 	basePage
-	Post         *loremnews.Post
+	Post *loremnews.Post
+	// Comments are the newest loremnews.PostCommentsPageSize at most;
+	// More is the URL of the page of older ones, "" when all are shown.
 	Comments     []*loremnews.Comment
+	More         string
 	IsOwner      bool
 	CommentForm  loremnews.CommentInput
 	CommentError string
+}
+
+// postCommentsPage is a further page of a post's comments, older than
+// those of the page before it.
+type postCommentsPage struct {
+	basePage
+	Post     *loremnews.Post
+	Comments []*loremnews.Comment
+	More     string
+}
+
+// postCommentsURL is the page of a post's comments older than the
+// comment before: /posts/{id}/comments?before=ID.
+func postCommentsURL(id, before int64) string {
+	return sitePath(postsBase, id, pageTail("comments", before))
 }
 
 type postFormPage struct {
@@ -94,14 +112,41 @@ func cursor(r *http.Request, name string) (int64, error) {
 	return id, nil
 }
 
-// postComments sends GET /posts/{id}/comments to the post's comments.
+// postComments pages on through a post's comments, as a user's page does
+// through theirs: /posts/{id}/comments?before=ID lists the comments older
+// than ID, a page of loremnews.PostCommentsPageSize, with a link to the
+// next. Without before it sends the reader to the post's comments.
 func (h *Handler) postComments(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err != nil {
 		h.renderError(w, r, err)
 		return
 	}
-	http.Redirect(w, r, sitePath(postsBase, id, "#comments"), http.StatusSeeOther)
+	if r.URL.Query().Get("before") == "" {
+		http.Redirect(w, r, sitePath(postsBase, id, "#comments"), http.StatusSeeOther)
+		return
+	}
+	before, err := cursor(r, "before")
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	const limit = loremnews.PostCommentsPageSize
+	post, comments, err := h.store.PostComments(r.Context(), id, before, limit+1)
+	if loremnews.ErrorCode(err) == loremnews.EGONE {
+		h.setFlash(w, "post-gone") // as for the post page itself
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	} else if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	page := &postCommentsPage{basePage: basePage{Title: "Comments on " + post.Title}, Post: post, Comments: comments}
+	if len(comments) > limit {
+		page.Comments = comments[:limit]
+		page.More = postCommentsURL(id, page.Comments[limit-1].ID)
+	}
+	h.render(w, r, http.StatusOK, page)
 }
 
 func (h *Handler) showPost(w http.ResponseWriter, r *http.Request) {
@@ -130,17 +175,25 @@ func (h *Handler) renderPost(w http.ResponseWriter, r *http.Request, status int,
 	h.renderPostPage(w, r, status, post, comments, form, formErr)
 }
 
-// renderPostPage renders a loaded post page.
+// renderPostPage renders a loaded post page: the post and the first page
+// of its comments (PostPage's), with a link to the older ones when the
+// post has more than that page shows.
 func (h *Handler) renderPostPage(w http.ResponseWriter, r *http.Request, status int, post *loremnews.Post, comments []*loremnews.Comment, form loremnews.CommentInput, formErr string) {
 	me := state(r).user
-	h.render(w, r, status, &postPage{
+	page := &postPage{
 		basePage:     basePage{Title: post.Title, Description: excerpt(post.Description, 155)},
 		Post:         post,
 		Comments:     comments,
 		IsOwner:      me != nil && me.ID == post.UserID,
 		CommentForm:  form,
 		CommentError: formErr,
-	})
+	}
+	// A full page and a total above it: older comments follow. (Fewer
+	// than a page means there are no others, whatever the counter says.)
+	if n := len(comments); n >= loremnews.PostCommentsPageSize && post.CommentsCount > n {
+		page.More = postCommentsURL(post.ID, comments[n-1].ID)
+	}
+	h.render(w, r, status, page)
 }
 
 func (h *Handler) newPost(w http.ResponseWriter, r *http.Request) {

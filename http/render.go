@@ -37,6 +37,9 @@ func (p *errorPage) view() templ.Component    { return errorView(p) }
 func (p *confirmPage) view() templ.Component  { return confirmView(p) }
 func (p *userListPage) view() templ.Component { return userListView(p) }
 
+// A further page of a post's comments.
+func (p *postCommentsPage) view() templ.Component { return postCommentsView(p) }
+
 // basePage is what the layout needs on every page.
 type basePage struct {
 	Title string

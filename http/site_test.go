@@ -77,6 +77,9 @@ type siteOptions struct {
 	handler       lnhttp.Config // merged over the defaults below
 	// sessions are loaded with the seed data, times and all.
 	sessions []*loremnews.Session
+	// now, if set, anchors the seed's times and stops the handler's
+	// clock there, so a page renders the same bytes every run.
+	now time.Time
 }
 
 // newTestSite opens a fresh database, seeds it (bcrypt cost 4: fast) and
@@ -100,7 +103,7 @@ func newTestSite(t testing.TB, be backend, opt siteOptions) *testSite {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	ds, err := seed.Generate(seed.Config{Users: opt.users, Posts: opt.posts, Seed: 3, BcryptCost: 4})
+	ds, err := seed.Generate(seed.Config{Users: opt.users, Posts: opt.posts, Seed: 3, BcryptCost: 4, Now: opt.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +124,9 @@ func newTestSite(t testing.TB, be backend, opt siteOptions) *testSite {
 	h, err := lnhttp.NewHandler(db, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !opt.now.IsZero() {
+		lnhttp.SetClock(h, func() time.Time { return opt.now })
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

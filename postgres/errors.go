@@ -120,9 +120,9 @@ func uniqueError(err error) error {
 	switch pgCode(err) {
 	case pgerrcode.UniqueViolation:
 		switch constraint(err) {
-		case "index_users_on_screen_name":
+		case "index_users_on_screen_name", "index_users_on_screen_name_key":
 			return errScreenNameTaken
-		case "index_posts_on_title":
+		case "index_posts_on_title", "index_posts_on_title_key":
 			return errTitleTaken
 		}
 	case pgerrcode.ForeignKeyViolation:

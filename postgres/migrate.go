@@ -5,9 +5,11 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"math"
 	"sort"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/loremnews/loremnews"
 )
 
 //go:embed migrations/*.sql
@@ -53,6 +55,11 @@ func (db *DB) migrate(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, string(body)); err != nil {
 				return fmt.Errorf("migration %s: %w", name, err)
 			}
+			if after := afterMigration[name]; after != nil {
+				if err := after(ctx, tx); err != nil {
+					return fmt.Errorf("migration %s: %w", name, err)
+				}
+			}
 			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, name, db.now()); err != nil {
 				return err
 			}
@@ -60,6 +67,51 @@ func (db *DB) migrate(ctx context.Context) error {
 		return nil
 	})
 }
+
+// afterMigration is Go a migration needs run right after its SQL, in the
+// same transaction: what SQL cannot compute.
+var afterMigration = map[string]func(context.Context, pgx.Tx) error{
+	"migrations/0004_confusable_keys.sql": fillConfusableKeys,
+}
+
+// fillConfusableKeys gives every user and post stored before migration
+// 0004 its look-alike key (loremnews.ConfusableKey, as the store computes
+// it on insert), keyBatch rows per statement, in id order.
+func fillConfusableKeys(ctx context.Context, tx pgx.Tx) error {
+	for _, t := range []struct{ table, column, key string }{
+		{"users", "screen_name", "screen_name_key"},
+		{"posts", "title", "title_key"},
+	} {
+		for last := int64(math.MinInt64); ; {
+			rows, _ := tx.Query(ctx, `SELECT id, `+t.column+` FROM `+t.table+` WHERE id > $1 ORDER BY id LIMIT $2`, last, keyBatch)
+			var (
+				ids  []int64
+				keys []string
+				id   int64
+				text string
+			)
+			_, err := pgx.ForEachRow(rows, []any{&id, &text}, func() error {
+				ids, keys = append(ids, id), append(keys, loremnews.ConfusableKey(text))
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("%s keys: %w", t.table, err)
+			}
+			if len(ids) == 0 {
+				break
+			}
+			if _, err := tx.Exec(ctx, `UPDATE `+t.table+` AS t SET `+t.key+` = v.key
+				FROM unnest($1::bigint[], $2::text[]) AS v (id, key) WHERE t.id = v.id`, ids, keys); err != nil {
+				return fmt.Errorf("%s keys: %w", t.table, err)
+			}
+			last = ids[len(ids)-1]
+		}
+	}
+	return nil
+}
+
+// keyBatch is how many rows one statement of fillConfusableKeys keys.
+const keyBatch = 1000
 
 // Migrations lists the applied migrations, oldest first.
 func (db *DB) Migrations(ctx context.Context) ([]string, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -81,8 +82,11 @@ func (db *DB) insertPost(ctx context.Context, tx pgx.Tx, userID int64, in loremn
 func (db *DB) insertPostRow(ctx context.Context, tx pgx.Tx, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	now := db.now()
 	p := &loremnews.Post{UserID: userID, Title: in.Title, Description: in.Description, PublishedAt: now, CreatedAt: now, UpdatedAt: now}
-	err := tx.QueryRow(ctx, `INSERT INTO posts (user_id, title, description, published_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $4, $4) RETURNING id`, userID, in.Title, in.Description, nanotime.Value(now)).Scan(&p.ID)
+	// title_key's unique constraint refuses a look-alike of a taken title
+	// (a double space, another case, a Cyrillic е) as the title's does.
+	err := tx.QueryRow(ctx, `INSERT INTO posts (user_id, title, title_key, description, published_at, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $5, $5) RETURNING id`, userID, in.Title, loremnews.ConfusableKey(in.Title), in.Description,
+		nanotime.Value(now)).Scan(&p.ID)
 	if err != nil {
 		return nil, uniqueError(err)
 	}
@@ -106,8 +110,11 @@ func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, erro
 func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE posts SET title = $1, description = $2, updated_at = $3 WHERE id = $4`,
-			in.Title, in.Description, nanotime.Value(db.now()), id)
+		// An unchanged title keeps its key (see UpdateProfile); a new one
+		// gets its own, which must not be another post's.
+		tag, err := tx.Exec(ctx, `UPDATE posts SET title = $1, title_key = CASE WHEN title = $1 THEN title_key ELSE $5 END,
+			description = $2, updated_at = $3 WHERE id = $4`,
+			in.Title, in.Description, nanotime.Value(db.now()), id, loremnews.ConfusableKey(in.Title))
 		if err != nil {
 			return uniqueError(err)
 		}
@@ -165,7 +172,8 @@ func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*lo
 	return posts, nil
 }
 
-// PostPage loads a post, its author, and its comments newest first.
+// PostPage loads a post, its author, and its newest comments (a page,
+// loremnews.PostCommentsPageSize), newest first, from one snapshot.
 func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
 	var (
 		p        *loremnews.Post
@@ -181,27 +189,61 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 	return p, comments, nil
 }
 
-// postPage reads a post with its author and comments; see PostPage.
+// PostComments loads a post and at most limit of its comments with
+// id < beforeID, newest first, from one snapshot: the next page of its
+// comments.
+func (db *DB) PostComments(ctx context.Context, postID, beforeID int64, limit int) (*loremnews.Post, []*loremnews.Comment, error) {
+	var (
+		p        *loremnews.Post
+		comments []*loremnews.Comment
+	)
+	err := db.readSnapshot(ctx, func(q querier) (err error) {
+		p, comments, err = postComments(ctx, q, postID, beforeID, limit)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("comments of post %d before %d: %w", postID, beforeID, err)
+	}
+	return p, comments, nil
+}
+
+// postPage reads a post with its author and its first page of comments;
+// see PostPage.
 func postPage(ctx context.Context, q querier, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
+	return postComments(ctx, q, id, math.MaxInt64, loremnews.PostCommentsPageSize)
+}
+
+// postComments reads a post with its author and a page of its comments;
+// see PostComments.
+func postComments(ctx context.Context, q querier, id, beforeID int64, limit int) (*loremnews.Post, []*loremnews.Comment, error) {
 	p, err := findPost(ctx, q, id)
 	if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
 		return nil, nil, wasDeleted(ctx, q, "posts", id, err)
 	} else if err != nil {
 		return nil, nil, err
 	}
+	comments, err := queryPostComments(ctx, q, p, beforeID, limit)
+	return p, comments, err
+}
+
+// queryPostComments lists at most limit of a post's comments with
+// id < beforeID, newest first, with their authors: a range of
+// index_comments_on_post_id, read no further than the page. Every row is
+// on post p, so it does not join posts again. PostgreSQL refuses a
+// negative LIMIT, so one is made 0.
+func queryPostComments(ctx context.Context, q querier, p *loremnews.Post, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	rows, err := q.Query(ctx, `SELECT c.id, c.user_id, c.body, c.created_at, u.screen_name
 		FROM comments c JOIN users u ON u.id = c.user_id
-		WHERE c.post_id = $1 ORDER BY c.id DESC`, p.ID)
+		WHERE c.post_id = $1 AND c.id < $2 ORDER BY c.id DESC LIMIT $3`, p.ID, beforeID, max(limit, 0))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	comments, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Comment, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*loremnews.Comment, error) {
 		c := &loremnews.Comment{PostID: p.ID, Post: p, Author: &loremnews.User{}}
 		err := r.Scan(&c.ID, &c.UserID, &c.Body, nanotime.Into(&c.CreatedAt), &c.Author.ScreenName)
 		c.Author.ID = c.UserID
 		return c, err
 	})
-	return p, comments, err
 }
 
 // wasDeleted tells a deleted row from one that never existed: an absent id

@@ -28,8 +28,11 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 	var u *loremnews.User
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
 		now := db.now()
-		u, err = scanUser(tx.QueryRow(ctx, `INSERT INTO users AS u (screen_name, password_digest, created_at, updated_at, last_seen_at)
-			VALUES ($1, $2, $3, $3, $3) RETURNING `+userColumns, screenName, passwordDigest, nanotime.Value(now)))
+		// screen_name_key's unique constraint refuses a look-alike of a
+		// taken name ("Ieo5" beside "leo5") as the name's index refuses it.
+		u, err = scanUser(tx.QueryRow(ctx, `INSERT INTO users AS u (screen_name, screen_name_key, password_digest, created_at, updated_at, last_seen_at)
+			VALUES ($1, $2, $3, $4, $4, $4) RETURNING `+userColumns,
+			screenName, loremnews.ConfusableKey(screenName), passwordDigest, nanotime.Value(now)))
 		return uniqueError(err)
 	})
 	if err != nil {
@@ -83,9 +86,14 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 	var u *loremnews.User
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
 		now := db.now()
-		u, err = scanUser(tx.QueryRow(ctx, `UPDATE users AS u SET screen_name = $1, about = $2,
+		// An unchanged name keeps its key: the key of a look-alike stored
+		// before migration 0005 ends in " DUPLICATE <id>", and its owner
+		// may still edit the rest. A new name gets its own key.
+		u, err = scanUser(tx.QueryRow(ctx, `UPDATE users AS u SET screen_name = $1,
+			screen_name_key = CASE WHEN screen_name = $1 THEN screen_name_key ELSE $6 END, about = $2,
 			password_digest = CASE WHEN $3 = '' THEN password_digest ELSE $3 END, updated_at = $4
-			WHERE id = $5 RETURNING `+userColumns, c.ScreenName, c.About, c.PasswordDigest, nanotime.Value(now), id))
+			WHERE id = $5 RETURNING `+userColumns, c.ScreenName, c.About, c.PasswordDigest, nanotime.Value(now), id,
+			loremnews.ConfusableKey(c.ScreenName)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errUserNotFound
 		} else if err != nil {

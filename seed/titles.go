@@ -2,12 +2,12 @@ package seed
 
 import "hash/fnv"
 
-// titleSet remembers which titles were used in a fixed number of bits (a
-// Bloom filter), not in a set of strings that would grow with every post.
-// It never forgets a title, so no two posts share one; now and then it
-// wrongly reports an unused title as used, and that title is redrawn. The
-// hash is fixed (not seeded per process), so the redraws, and the titles,
-// are the same every run.
+// titleSet remembers which titles were used (by their look-alike keys,
+// see drawTitle) in a fixed number of bits (a Bloom filter), not in a set
+// of strings that would grow with every post. It never forgets a title,
+// so no two posts share one; now and then it wrongly reports an unused
+// title as used, and that title is redrawn. The hash is fixed (not seeded
+// per process), so the redraws, and the titles, are the same every run.
 type titleSet struct {
 	bits []uint64
 }

@@ -163,7 +163,7 @@ type driverConnector struct {
 }
 
 func (c driverConnector) Connect(context.Context) (driver.Conn, error) { return c.driver.Open(c.dsn) }
-func (c driverConnector) Driver() driver.Driver                      { return c.driver }
+func (c driverConnector) Driver() driver.Driver                        { return c.driver }
 
 // read runs fn in a read transaction (BEGIN … COMMIT) on a connection of
 // the pool.

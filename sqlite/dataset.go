@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"strconv"
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/internal/nanotime"
@@ -37,28 +38,43 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 				return fmt.Errorf("%s: %w", stmt, err)
 			}
 		}
-		if err := insertEach(ctx, caller, tx, `INSERT INTO users (id, screen_name, password_digest, about, last_seen_at, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Users, func(u *loremnews.User) []any {
-			return []any{u.ID, u.ScreenName, u.PasswordDigest, u.About, nanotime.Value(u.LastSeenAt), nanotime.Value(u.CreatedAt), nanotime.Value(u.UpdatedAt)}
+		// Each user and post gets its look-alike key. A data set may hold
+		// look-alikes stored before migration 0005 (exported from such a
+		// database): a row whose key is taken is inserted again with the
+		// key 0005 gives it (lookAlikeKey), so the import keeps them as
+		// the migration did: rows come in id order, so the oldest keeps
+		// the key. A row that breaks another unique index (the same name
+		// again) fails the second insert too.
+		if err := insertEach(ctx, caller, tx, `INSERT INTO users (id, screen_name, screen_name_key, password_digest, about, last_seen_at, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, s.Users, func(u *loremnews.User, again bool) []any {
+			key := loremnews.ConfusableKey(u.ScreenName)
+			if again {
+				key = lookAlikeKey(key, u.ID)
+			}
+			return []any{u.ID, u.ScreenName, key, u.PasswordDigest, u.About, nanotime.Value(u.LastSeenAt), nanotime.Value(u.CreatedAt), nanotime.Value(u.UpdatedAt)}
 		}); err != nil {
 			return fmt.Errorf("users: %w", err)
 		}
-		if err := insertEach(ctx, caller, tx, `INSERT INTO posts (id, user_id, title, description, published_at, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Posts, func(p *loremnews.Post) []any {
-			return []any{p.ID, p.UserID, p.Title, p.Description, nanotime.Value(p.PublishedAt), nanotime.Value(p.CreatedAt), nanotime.Value(p.UpdatedAt)}
+		if err := insertEach(ctx, caller, tx, `INSERT INTO posts (id, user_id, title, title_key, description, published_at, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, s.Posts, func(p *loremnews.Post, again bool) []any {
+			key := loremnews.ConfusableKey(p.Title)
+			if again {
+				key = lookAlikeKey(key, p.ID)
+			}
+			return []any{p.ID, p.UserID, p.Title, key, p.Description, nanotime.Value(p.PublishedAt), nanotime.Value(p.CreatedAt), nanotime.Value(p.UpdatedAt)}
 		}); err != nil {
 			return fmt.Errorf("posts: %w", err)
 		}
 		if err := insertEach(ctx, caller, tx, `INSERT INTO comments (id, post_id, user_id, body, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, s.Comments, func(c *loremnews.Comment) []any {
+			VALUES (?, ?, ?, ?, ?, ?)`, s.Comments, once(func(c *loremnews.Comment) []any {
 			return []any{c.ID, c.PostID, c.UserID, c.Body, nanotime.Value(c.CreatedAt), nanotime.Value(c.UpdatedAt)}
-		}); err != nil {
+		})); err != nil {
 			return fmt.Errorf("comments: %w", err)
 		}
 		if err := insertEach(ctx, caller, tx, `INSERT INTO sessions (id, user_id, token_digest, user_agent, ip_address, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Sessions, func(s *loremnews.Session) []any {
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Sessions, once(func(s *loremnews.Session) []any {
 			return []any{s.ID, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, nanotime.Value(s.CreatedAt), nanotime.Value(s.UpdatedAt)}
-		}); err != nil {
+		})); err != nil {
 			return fmt.Errorf("sessions: %w", err)
 		}
 		return resetCounters(ctx, tx)
@@ -78,7 +94,10 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 
 // insertEach runs query once per row of rows (none when rows is nil), its
 // statement prepared once on the connection, and stops when caller is done.
-func insertEach[T any](ctx, caller context.Context, tx execer, query string, rows iter.Seq[T], args func(T) []any) error {
+// A row that breaks a unique index is tried once more with
+// args(row, true), unless that is nil (see once); SQLite undoes only the
+// failed statement, not the transaction.
+func insertEach[T any](ctx, caller context.Context, tx execer, query string, rows iter.Seq[T], args func(row T, again bool) []any) error {
 	if rows == nil {
 		return nil
 	}
@@ -86,11 +105,34 @@ func insertEach[T any](ctx, caller context.Context, tx execer, query string, row
 		if err := caller.Err(); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, query, args(row)...); err != nil {
+		_, err := tx.Exec(ctx, query, args(row, false)...)
+		if isUniqueViolation(err) {
+			if again := args(row, true); again != nil {
+				_, err = tx.Exec(ctx, query, again...)
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// once is the arguments of a table that has no second try: nil again.
+func once[T any](args func(T) []any) func(T, bool) []any {
+	return func(row T, again bool) []any {
+		if again {
+			return nil
+		}
+		return args(row)
+	}
+}
+
+// lookAlikeKey is the key migration 0005 gives a row stored before it
+// whose key an older row (a lower id) has: its own, then " DUPLICATE " and
+// its id, so the unique index holds. A real key never holds capitals.
+func lookAlikeKey(key string, id int64) string {
+	return key + " DUPLICATE " + strconv.FormatInt(id, 10)
 }
 
 // resetCounters sets every counter cache to the true count, a range of

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/sqlitedb"
 )
 
@@ -23,15 +24,22 @@ var migrationFS embed.FS
 // else of this process uses it.
 func (db *DB) migrate(ctx context.Context, conn *sql.Conn) error {
 	// The connection also gets loremnews_unix_nanos, which migration 0003
-	// converts DATETIME text with.
+	// converts DATETIME text with, and loremnews_skeleton, which migration
+	// 0004 computes the look-alike keys of the stored names and titles with.
 	if err := conn.Raw(func(dc any) error {
 		c, ok := dc.(*sqlite3.SQLiteConn) // a baseline's
 		if !ok {
 			c = dc.(sqliteConn).SQLiteConnOf() // sqlitedb's
 		}
-		return c.RegisterFunc("loremnews_unix_nanos", unixNanosOfText, true)
+		if err := c.RegisterFunc("loremnews_unix_nanos", unixNanosOfText, true); err != nil {
+			return fmt.Errorf("register loremnews_unix_nanos: %w", err)
+		}
+		if err := c.RegisterFunc("loremnews_skeleton", skeletonOfText, true); err != nil {
+			return fmt.Errorf("register loremnews_skeleton: %w", err)
+		}
+		return nil
 	}); err != nil {
-		return fmt.Errorf("register loremnews_unix_nanos: %w", err)
+		return err
 	}
 	return sqlitedb.Migrate(migrationFS, "migrations/*.sql")(ctx, conn)
 }
@@ -65,6 +73,24 @@ func unixNanosOfText(v any) (any, error) {
 		return nil, fmt.Errorf("%q is not a time", v)
 	}
 	return nil, fmt.Errorf("a %T is not a time", v)
+}
+
+// skeletonOfText is loremnews_skeleton: loremnews.ConfusableKey of a
+// text, the key the store writes beside each screen name and title. NULL
+// stays NULL.
+func skeletonOfText(v any) (any, error) {
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case []byte: // the driver's form of NULL, or a BLOB
+		if v == nil {
+			return nil, nil
+		}
+		return loremnews.ConfusableKey(string(v)), nil
+	case string:
+		return loremnews.ConfusableKey(v), nil
+	}
+	return nil, fmt.Errorf("a %T is not text", v)
 }
 
 // Migrations lists the applied migrations, oldest first.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/internal/nanotime"
@@ -91,8 +92,11 @@ func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInp
 
 func (db *DB) insertPost(ctx context.Context, tx execer, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	now := db.now()
-	res, err := tx.Exec(ctx, `INSERT INTO posts (user_id, title, description, published_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, userID, in.Title, in.Description, nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
+	// title_key's unique index refuses a look-alike of a taken title (a
+	// double space, another case, a Cyrillic е) as it refuses the title.
+	res, err := tx.Exec(ctx, `INSERT INTO posts (user_id, title, title_key, description, published_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, userID, in.Title, loremnews.ConfusableKey(in.Title), in.Description,
+		nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
 	if isUniqueViolation(err) {
 		return nil, errTitleTaken
 	} else if isForeignKeyViolation(err) {
@@ -128,8 +132,11 @@ func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, erro
 func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
 	err := db.write(ctx, func(ctx context.Context, tx execer) error {
-		res, err := tx.Exec(ctx, `UPDATE posts SET title = ?, description = ?, updated_at = ? WHERE id = ?`,
-			in.Title, in.Description, nanotime.Value(db.now()), id)
+		// An unchanged title keeps its key (see UpdateProfile); a new one
+		// gets its own, which must not be another post's.
+		res, err := tx.Exec(ctx, `UPDATE posts SET title = ?1, title_key = CASE WHEN title = ?1 THEN title_key ELSE ?2 END,
+			description = ?3, updated_at = ?4 WHERE id = ?5`,
+			in.Title, loremnews.ConfusableKey(in.Title), in.Description, nanotime.Value(db.now()), id)
 		if isUniqueViolation(err) {
 			return errTitleTaken
 		} else if err != nil {
@@ -184,7 +191,8 @@ func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*lo
 	return posts, nil
 }
 
-// PostPage loads a post, its author, and its comments newest first.
+// PostPage loads a post, its author, and its newest comments (a page,
+// loremnews.PostCommentsPageSize), newest first.
 func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
 	var (
 		p        *loremnews.Post
@@ -200,15 +208,39 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 	return p, comments, nil
 }
 
-// postPage reads a post with its author and comments; see PostPage.
+// PostComments loads a post and at most limit of its comments with
+// id < beforeID, newest first: the next page of its comments.
+func (db *DB) PostComments(ctx context.Context, postID, beforeID int64, limit int) (*loremnews.Post, []*loremnews.Comment, error) {
+	var (
+		p        *loremnews.Post
+		comments []*loremnews.Comment
+	)
+	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+		p, comments, err = postComments(ctx, q, postID, beforeID, limit)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("comments of post %d before %d: %w", postID, beforeID, err)
+	}
+	return p, comments, nil
+}
+
+// postPage reads a post with its author and its first page of comments;
+// see PostPage.
 func postPage(ctx context.Context, q querier, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
+	return postComments(ctx, q, id, math.MaxInt64, loremnews.PostCommentsPageSize)
+}
+
+// postComments reads a post with its author and a page of its comments;
+// see PostComments.
+func postComments(ctx context.Context, q querier, id, beforeID int64, limit int) (*loremnews.Post, []*loremnews.Comment, error) {
 	p, err := findPost(ctx, q, id)
 	if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
 		return nil, nil, wasDeleted(ctx, q, "posts", id, err)
 	} else if err != nil {
 		return nil, nil, err
 	}
-	comments, err := queryPostComments(ctx, q, p)
+	comments, err := queryPostComments(ctx, q, p, beforeID, limit)
 	return p, comments, err
 }
 
@@ -227,12 +259,15 @@ func wasDeleted(ctx context.Context, q querier, table string, id int64, notFound
 	return notFound
 }
 
-// queryPostComments lists a post's comments, newest first, with their
-// authors; every row is on post p, so it does not join posts again.
-func queryPostComments(ctx context.Context, q querier, p *loremnews.Post) ([]*loremnews.Comment, error) {
+// queryPostComments lists at most limit of a post's comments with
+// id < beforeID, newest first, with their authors: a range of
+// index_comments_on_post_id, read no further than the page. Every row is
+// on post p, so it does not join posts again. SQLite reads a negative
+// LIMIT as no limit at all, so one is made 0.
+func queryPostComments(ctx context.Context, q querier, p *loremnews.Post, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	rows, err := q.Query(ctx, `SELECT c.id, c.user_id, c.body, c.created_at, u.screen_name
 		FROM comments c JOIN users u ON u.id = c.user_id
-		WHERE c.post_id = ? ORDER BY c.id DESC`, p.ID)
+		WHERE c.post_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`, p.ID, beforeID, max(limit, 0))
 	if err != nil {
 		return nil, err
 	}

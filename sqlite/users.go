@@ -31,8 +31,10 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 	var u *loremnews.User
 	err := db.write(ctx, func(ctx context.Context, tx execer) error {
 		now := db.now()
-		res, err := tx.Exec(ctx, `INSERT INTO users (screen_name, password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
-			screenName, passwordDigest, nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
+		// screen_name_key's unique index refuses a look-alike of a taken
+		// name ("Ieo5" beside "leo5") as it refuses the name itself.
+		res, err := tx.Exec(ctx, `INSERT INTO users (screen_name, screen_name_key, password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			screenName, loremnews.ConfusableKey(screenName), passwordDigest, nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
 		if isUniqueViolation(err) {
 			return errScreenNameTaken
 		} else if err != nil {
@@ -96,9 +98,13 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 	var u *loremnews.User
 	err := db.write(ctx, func(ctx context.Context, tx execer) error {
 		now := db.now()
-		res, err := tx.Exec(ctx, `UPDATE users SET screen_name = ?, about = ?,
-			password_digest = CASE WHEN ? = '' THEN password_digest ELSE ? END, updated_at = ? WHERE id = ?`,
-			c.ScreenName, c.About, c.PasswordDigest, c.PasswordDigest, nanotime.Value(now), id)
+		// An unchanged name keeps its key: the key of a look-alike stored
+		// before migration 0005 ends in " DUPLICATE <id>", and its owner
+		// may still edit the rest. A new name gets its own key.
+		res, err := tx.Exec(ctx, `UPDATE users SET screen_name = ?1,
+			screen_name_key = CASE WHEN screen_name = ?1 COLLATE BINARY THEN screen_name_key ELSE ?2 END, about = ?3,
+			password_digest = CASE WHEN ?4 = '' THEN password_digest ELSE ?4 END, updated_at = ?5 WHERE id = ?6`,
+			c.ScreenName, loremnews.ConfusableKey(c.ScreenName), c.About, c.PasswordDigest, nanotime.Value(now), id)
 		if isUniqueViolation(err) {
 			return errScreenNameTaken
 		} else if err != nil {

@@ -130,12 +130,13 @@ func testComments(t *testing.T, open Opener) {
 	})
 }
 
-// testKeysetPaging walks the front page, a user's posts and a user's
-// comments page by page while, between any two pages, rows are inserted
-// (newer than every cursor) and deleted (both already shown and not yet
-// shown). Every row that was there at the start and is still there must be
-// shown exactly once, in order; an OFFSET would skip a row for each deletion
-// behind it and show one twice for each insertion ahead of it.
+// testKeysetPaging walks the front page, a user's posts, a user's comments
+// and a post's comments page by page while, between any two pages, rows
+// are inserted (newer than every cursor) and deleted (both already shown
+// and not yet shown). Every row that was there at the start and is still
+// there must be shown exactly once, in order; an OFFSET would skip a row
+// for each deletion behind it and show one twice for each insertion ahead
+// of it.
 func testKeysetPaging(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
@@ -271,6 +272,35 @@ func testKeysetPaging(t *testing.T, open Opener) {
 			return ids, err
 		}, func(i int) int64 {
 			return MustCreateComment(t, db, target.ID, alice.ID, fmt.Sprintf("A newer comment %d", i)).ID
+		}, func(id int64) error { return db.DeleteComment(ctx, id) })
+	})
+	t.Run("PostComments", func(t *testing.T) {
+		// The target's comments still there (UserComments deleted some).
+		var left []int64
+		for _, id := range commentIDs {
+			switch _, err := db.FindCommentByID(ctx, id); loremnews.ErrorCode(err) {
+			case "":
+				left = append(left, id)
+			case loremnews.ENOTFOUND: // deleted while paging
+			default:
+				t.Fatalf("comment %d: %v", id, err)
+			}
+		}
+		walk(t, "post comments", left, func(before int64) ([]int64, error) {
+			p, cs, err := db.PostComments(ctx, target.ID, before, pageSize)
+			if err == nil && p.ID != target.ID {
+				t.Fatalf("PostComments of post %d returned post %d", target.ID, p.ID)
+			}
+			var ids []int64
+			for _, c := range cs {
+				if c.PostID != target.ID || c.Author == nil || c.Author.ScreenName == "" {
+					t.Fatalf("comment %d: post %d, author %+v", c.ID, c.PostID, c.Author)
+				}
+				ids = append(ids, c.ID)
+			}
+			return ids, err
+		}, func(i int) int64 {
+			return MustCreateComment(t, db, target.ID, bob.ID, fmt.Sprintf("A newer comment on the post %d", i)).ID
 		}, func(id int64) error { return db.DeleteComment(ctx, id) })
 	})
 	t.Run("ConcurrentChurn", func(t *testing.T) {

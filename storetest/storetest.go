@@ -29,11 +29,15 @@ func Run(t *testing.T, open Opener, except ...string) {
 		{"ChangePassword", testChangePassword},
 		{"RehashPassword", testRehashPassword},
 		{"KeysetPaging", testKeysetPaging},
+		{"PostComments", testPostComments},
 		{"SeedLoad", testSeedLoad},
 		{"ExportLoadRoundTrip", testExportLoad},
 		{"ImportStream", testImportStream},
 		{"BenchmarkOperations", testBenchmarkOperations},
 		{"ConcurrentWriters", testConcurrentWriters},
+		{"LookAlikes", testLookAlikes},
+		{"ConcurrentLookAlikes", testConcurrentLookAlikes},
+		{"ImportLookAlikes", testImportLookAlikes},
 	} {
 		if slices.Contains(except, tc.name) {
 			continue

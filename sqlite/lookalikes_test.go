@@ -1,0 +1,62 @@
+package sqlite_test
+
+import (
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/loremnews/loremnews/storetest"
+)
+
+// A database that holds look-alike screen names and titles from before
+// migrations 0004 and 0005 opens: the oldest row of each look-alike key
+// keeps it, the later ones get it followed by " DUPLICATE " and their id,
+// and the database then refuses new look-alikes (storetest.CheckOldLookAlikes).
+func TestMigrationKeysOldLookAlikes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.sqlite3")
+	ds := storetest.OldLookAlikes()
+	var rows [][]any
+	for _, u := range ds.Users {
+		rows = append(rows, []any{`INSERT INTO users (id, screen_name, password_digest, about, last_seen_at, posts_count, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, u.ID, u.ScreenName, u.PasswordDigest, u.About, u.LastSeenAt, u.PostsCount, u.CreatedAt, u.UpdatedAt})
+	}
+	for _, p := range ds.Posts {
+		rows = append(rows, []any{`INSERT INTO posts (id, user_id, title, description, published_at, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, p.ID, p.UserID, p.Title, p.Description, p.PublishedAt, p.CreatedAt, p.UpdatedAt})
+	}
+	createOldDatabase(t, path, rows...)
+	db := MustOpenDSN(t, path, "")
+
+	raw, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for query, want := range map[string][]string{
+		`SELECT screen_name_key FROM users ORDER BY id`: {"leo5", "leo5 DUPLICATE 2", "rnagna4", "rnagna4 DUPLICATE 4", "anna"},
+		`SELECT title_key FROM posts ORDER BY id`:       {"test tltle", "test tltle DUPLICATE 2", "test tltle DUPLICATE 3", "other tltle"},
+	} {
+		var got []string
+		rows, err := raw.Query(query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, k)
+		}
+		rows.Close()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %q, want %q", query, got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s: %q, want %q", query, got, want)
+			}
+		}
+	}
+	storetest.CheckOldLookAlikes(t, db)
+}
