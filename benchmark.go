@@ -19,10 +19,12 @@ type BenchmarkStore interface {
 	CreatePost(ctx context.Context, in PostInput) (*Post, error)
 	// CreateComment has the touched user comment on a random post.
 	CreateComment(ctx context.Context, in CommentInput) (*Comment, error)
-	// DeletePost deletes a random post and its comments.
-	DeletePost(ctx context.Context) error
-	// DeleteComment deletes a random comment and returns the post it was on.
-	DeleteComment(ctx context.Context) (postID int64, err error)
+	// DeletePost deletes a random post and its comments, and returns the
+	// post's id.
+	DeletePost(ctx context.Context) (id int64, err error)
+	// DeleteComment deletes a random comment and returns its id and the
+	// post it was on.
+	DeleteComment(ctx context.Context) (id, postID int64, err error)
 	// ShowPost reads a random post's page (as Store.PostPage).
 	ShowPost(ctx context.Context) (*Post, []*Comment, error)
 	// ListPosts reads up to limit posts in id order from a random id on,

@@ -65,7 +65,10 @@ func (s *server) stop() error {
 
 // scrape fetches the server's /metrics text.
 func (s *server) scrape() (string, error) {
-	resp, err := http.Get(s.URL + "/metrics")
+	if s.MetricsURL == "" {
+		return "", fmt.Errorf("bench: the server printed no metrics address")
+	}
+	resp, err := http.Get(s.MetricsURL)
 	if err != nil {
 		return "", err
 	}

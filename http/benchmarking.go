@@ -82,10 +82,21 @@ func (h *Handler) benchmark(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setRouteLabel(r, "POST /benchmarking/"+name)
+	w.Header().Set(benchActionHeader, name)
 	if err := action(h, w, r); err != nil {
 		h.renderError(w, r, err)
 	}
 }
+
+// The headers of a benchmarking response that say what it did, so a load
+// generator can tell the actions of a mix apart and check afterwards that
+// every write it was told of is there: X-Benchmark-Action names the action
+// run; X-Benchmark-Wrote the rows a write created or deleted ("post=12",
+// "comment=345 post=12"; a deleted post took its comments with it).
+const (
+	benchActionHeader = "X-Benchmark-Action"
+	benchWroteHeader  = "X-Benchmark-Wrote"
+)
 
 // benchMethodNotAllowed answers a benchmarking URL asked with a method
 // other than POST: 405, with the Allow header and a line that says what to
@@ -147,6 +158,7 @@ func (h *Handler) benchPostCreate(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	w.Header().Set(benchWroteHeader, fmt.Sprintf("post=%d", p.ID))
 	http.Redirect(w, r, sitePath(postsBase, p.ID, ""), http.StatusSeeOther)
 	return nil
 }
@@ -156,23 +168,27 @@ func (h *Handler) benchCommentCreate(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
+	w.Header().Set(benchWroteHeader, fmt.Sprintf("comment=%d post=%d", c.ID, c.PostID))
 	http.Redirect(w, r, sitePath(postsBase, c.PostID, ""), http.StatusSeeOther)
 	return nil
 }
 
 func (h *Handler) benchPostDestroy(w http.ResponseWriter, r *http.Request) error {
-	if err := h.cfg.Benchmark.DeletePost(r.Context()); err != nil {
+	id, err := h.cfg.Benchmark.DeletePost(r.Context())
+	if err != nil {
 		return err
 	}
+	w.Header().Set(benchWroteHeader, fmt.Sprintf("post=%d", id))
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 	return nil
 }
 
 func (h *Handler) benchCommentDestroy(w http.ResponseWriter, r *http.Request) error {
-	postID, err := h.cfg.Benchmark.DeleteComment(r.Context())
+	id, postID, err := h.cfg.Benchmark.DeleteComment(r.Context())
 	if err != nil {
 		return err
 	}
+	w.Header().Set(benchWroteHeader, fmt.Sprintf("comment=%d post=%d", id, postID))
 	http.Redirect(w, r, sitePath(postsBase, postID, ""), http.StatusSeeOther)
 	return nil
 }

@@ -37,10 +37,6 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer, if set, is told about every answered request.
 	Observer RequestObserver
-	// Metrics, if set, is served at GET /metrics.
-	Metrics http.Handler
-	// Profiler, if set, is served at /debug/pprof/.
-	Profiler http.Handler
 	// Sign-in limits, each over SignInWindow (default 15 min); past one,
 	// attempts get 429 with Retry-After. SignInFailures is the wrong
 	// passwords one address may try on one account (default 5);

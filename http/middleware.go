@@ -157,7 +157,8 @@ func (h *Handler) instrument(next http.Handler) http.Handler {
 			h.cfg.Observer.ObserveRequest(label.name, rec.status, d)
 		}
 		if debug {
-			h.log.Debug("request", "method", r.Method, "path", r.URL.Path, "route", label.name, "status", rec.status, "duration", d)
+			h.log.Debug("request", "method", r.Method, "path", r.URL.Path, "route", label.name, "status", rec.status, "duration", d,
+				"client", h.clientAddr(r).String())
 		}
 	})
 }
@@ -189,22 +190,6 @@ func pathID(r *http.Request) (int64, error) {
 		return 0, notFound("No such page.")
 	}
 	return id, nil
-}
-
-// loopbackOnly serves next only to clients on this machine that came
-// straight here: the peer is a loopback address that is not one of the
-// trusted proxies, and the request carries no forwarding header (a reverse
-// proxy on the same machine adds one, or is trusted). Others get 404, as
-// if the route did not exist.
-func (h *Handler) loopbackOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		peer := peerAddr(r)
-		if !peer.IsLoopback() || h.trusted(peer) || r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" || r.Header.Get("X-Real-Ip") != "" {
-			http.NotFound(w, r)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // sameOrigin refuses requests a browser marks as cross-origin.

@@ -13,12 +13,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /favicon.ico", h.favicon)
 	m.HandleFunc("GET /robots.txt", h.robots)
 	m.HandleFunc("GET /up", h.up)
-	if h.cfg.Metrics != nil {
-		m.Handle("GET /metrics", h.loopbackOnly(h.cfg.Metrics))
-	}
-	if h.cfg.Profiler != nil {
-		m.Handle("/debug/pprof/", h.loopbackOnly(h.cfg.Profiler))
-	}
+	// /metrics and the profiler are never served here, whoever asks: they
+	// have a listener of their own (serve --metrics-addr).
 
 	m.Handle("GET /{$}", h.page(h.index))
 

@@ -428,42 +428,6 @@ func testBenchmarkPostLeavesOutCredentials(t *testing.T, be backend) {
 	})
 }
 
-// TestMetricsOnlyFromThisMachine: /metrics answers a loopback peer that
-// came straight here, and no one else.
-func TestMetricsOnlyFromThisMachine(t *testing.T) { forEachBackend(t, testMetricsOnlyFromThisMachine) }
-
-func testMetricsOnlyFromThisMachine(t *testing.T, be backend) {
-	site := newTestSite(t, be, siteOptions{})
-	h, err := lnhttp.NewHandler(site.db, lnhttp.Config{BcryptCost: 4,
-		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "metric_total 1") })})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		peer   string
-		header string
-		want   int
-	}{
-		{"127.0.0.1:5000", "", 200},
-		{"[::1]:5000", "", 200},
-		{"203.0.113.5:5000", "", 404},
-		{"127.0.0.1:5000", "X-Forwarded-For: 203.0.113.5", 404}, // through a proxy on this machine
-		{"127.0.0.1:5000", "Forwarded: for=203.0.113.5", 404},
-	} {
-		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-		req.Host = "localhost"
-		req.RemoteAddr = tc.peer
-		if k, v, ok := strings.Cut(tc.header, ": "); ok {
-			req.Header.Set(k, v)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != tc.want {
-			t.Errorf("GET /metrics from %s %s: %d, want %d", tc.peer, tc.header, rec.Code, tc.want)
-		}
-	}
-}
-
 // TestCanonicalIDsOnly: one page, one URL.
 func TestCanonicalIDsOnly(t *testing.T) { forEachBackend(t, testCanonicalIDsOnly) }
 

@@ -60,6 +60,12 @@ type Config struct {
 	// from another goroutine while the test runs.
 	OnProgress    func(Progress)
 	ProgressEvery time.Duration
+
+	// OnResponse, if set, is called with each final response (its body
+	// read and closed), from the worker that made the request, so it must
+	// be safe for concurrent use: to check what a server said it did,
+	// from its headers.
+	OnResponse func(*http.Response)
 }
 
 // Progress is a snapshot taken while a test runs.
@@ -277,6 +283,9 @@ func (r *runner) send(ctx context.Context, since time.Time) {
 		return
 	}
 	r.rec.recordResponse(resp.StatusCode, isSuccess(resp.StatusCode, r.cfg.DisableRedirects), n, time.Since(since))
+	if r.cfg.OnResponse != nil {
+		r.cfg.OnResponse(resp)
+	}
 }
 
 // isSuccess reports whether a final status counts as a success: 2xx, or

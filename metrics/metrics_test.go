@@ -124,7 +124,7 @@ func scrapeAfterCreates(t *testing.T, m *metrics.Metrics, db interface {
 		t.Fatal(err)
 	}
 	m.Watch(db)
-	h, err := lnhttp.NewHandler(db, lnhttp.Config{Benchmark: db.Benchmark(), Observer: m, Metrics: m.Handler()})
+	h, err := lnhttp.NewHandler(db, lnhttp.Config{Benchmark: db.Benchmark(), Observer: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,9 @@ func scrapeAfterCreates(t *testing.T, m *metrics.Metrics, db interface {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	resp, err := http.Get(srv.URL + "/metrics")
+	ops := httptest.NewServer(m.Handler())
+	defer ops.Close()
+	resp, err := http.Get(ops.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,14 +141,15 @@ func (b *Benchmark) CreateComment(ctx context.Context, in loremnews.CommentInput
 }
 
 // DeletePost deletes a random post, touching a random user.
-func (b *Benchmark) DeletePost(ctx context.Context) error {
+func (b *Benchmark) DeletePost(ctx context.Context) (int64, error) {
 	db := b.db
+	var id int64
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		userID, err := pickRandomID(ctx, tx, "users")
 		if err != nil {
 			return err
 		}
-		id, err := pickRandomID(ctx, tx, "posts")
+		id, err = pickRandomID(ctx, tx, "posts")
 		if err != nil {
 			return err
 		}
@@ -161,21 +162,21 @@ func (b *Benchmark) DeletePost(ctx context.Context) error {
 		return db.touchUsers(ctx, tx, userID, authorID)
 	})
 	if err != nil {
-		return fmt.Errorf("delete random post: %w", err)
+		return 0, fmt.Errorf("delete random post: %w", err)
 	}
-	return nil
+	return id, nil
 }
 
 // DeleteComment deletes a random comment, touching a random user.
-func (b *Benchmark) DeleteComment(ctx context.Context) (int64, error) {
+func (b *Benchmark) DeleteComment(ctx context.Context) (int64, int64, error) {
 	db := b.db
-	var postID int64
+	var id, postID int64
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		userID, err := pickRandomID(ctx, tx, "users")
 		if err != nil {
 			return err
 		}
-		id, err := pickRandomID(ctx, tx, "comments")
+		id, err = pickRandomID(ctx, tx, "comments")
 		if err != nil {
 			return err
 		}
@@ -188,9 +189,9 @@ func (b *Benchmark) DeleteComment(ctx context.Context) (int64, error) {
 		return db.touchUsers(ctx, tx, userID, 0)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("delete random comment: %w", err)
+		return 0, 0, fmt.Errorf("delete random comment: %w", err)
 	}
-	return postID, nil
+	return id, postID, nil
 }
 
 // ShowPost touches a random user, then reads a random post's page.

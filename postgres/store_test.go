@@ -60,9 +60,9 @@ func TestNoDeadlocks(t *testing.T) {
 				case 1, 5, 6:
 					_, err = db.Benchmark().CreateComment(ctx, loremnews.CommentInput{Body: "Probing for deadlocks"})
 				case 2:
-					err = db.Benchmark().DeletePost(ctx)
+					_, err = db.Benchmark().DeletePost(ctx)
 				case 3, 7:
-					_, err = db.Benchmark().DeleteComment(ctx)
+					_, _, err = db.Benchmark().DeleteComment(ctx)
 				}
 				if err != nil {
 					errs <- err

@@ -120,41 +120,40 @@ func (b *Benchmark) CreateComment(ctx context.Context, in loremnews.CommentInput
 }
 
 // DeletePost touches a random user and deletes a random post.
-func (b *Benchmark) DeletePost(ctx context.Context) error {
-	err := b.db.write(ctx, func(ctx context.Context, tx execer) error {
+func (b *Benchmark) DeletePost(ctx context.Context) (int64, error) {
+	var id int64
+	err := b.db.write(ctx, func(ctx context.Context, tx execer) (err error) {
 		if _, err := touchRandomUser(ctx, tx, b.db.now()); err != nil {
 			return err
 		}
-		id, err := pickRandomID(ctx, tx, "posts")
-		if err != nil {
+		if id, err = pickRandomID(ctx, tx, "posts"); err != nil {
 			return err
 		}
 		return deletePost(ctx, tx, id)
 	})
 	if err != nil {
-		return fmt.Errorf("delete random post: %w", err)
+		return 0, fmt.Errorf("delete random post: %w", err)
 	}
-	return nil
+	return id, nil
 }
 
 // DeleteComment touches a random user and deletes a random comment.
-func (b *Benchmark) DeleteComment(ctx context.Context) (int64, error) {
-	var postID int64
-	err := b.db.write(ctx, func(ctx context.Context, tx execer) error {
+func (b *Benchmark) DeleteComment(ctx context.Context) (int64, int64, error) {
+	var id, postID int64
+	err := b.db.write(ctx, func(ctx context.Context, tx execer) (err error) {
 		if _, err := touchRandomUser(ctx, tx, b.db.now()); err != nil {
 			return err
 		}
-		id, err := pickRandomID(ctx, tx, "comments")
-		if err != nil {
+		if id, err = pickRandomID(ctx, tx, "comments"); err != nil {
 			return err
 		}
 		postID, err = deleteComment(ctx, tx, id)
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("delete random comment: %w", err)
+		return 0, 0, fmt.Errorf("delete random comment: %w", err)
 	}
-	return postID, nil
+	return id, postID, nil
 }
 
 // ShowPost touches a random user, then reads a random post's page.

@@ -46,7 +46,7 @@ func showPostBesideDeletes(t *testing.T, profile sqlite.Profile) {
 		go func() {
 			defer deleters.Done()
 			for deleted.Add(1) <= posts/2 {
-				if err := bm.DeletePost(ctx); err != nil {
+				if _, err := bm.DeletePost(ctx); err != nil {
 					t.Errorf("post_destroy: %v", err)
 					return
 				}

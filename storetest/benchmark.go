@@ -134,11 +134,19 @@ func testBenchmarkOperations(t *testing.T, open Opener) {
 	if err != nil || c.PostID == 0 {
 		t.Fatalf("create comment = %+v, %v", c, err)
 	}
-	if err := bm.DeletePost(ctx); err != nil {
-		t.Fatal(err)
+	deleted, err := bm.DeletePost(ctx)
+	if err != nil || deleted == 0 {
+		t.Fatalf("delete post = %d, %v", deleted, err)
 	}
-	if postID, err := bm.DeleteComment(ctx); err != nil || postID == 0 {
-		t.Fatalf("delete comment = %d, %v", postID, err)
+	if _, err := db.FindPostByID(ctx, deleted); loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
+		t.Fatalf("the post delete post named (%d) is still there: %v", deleted, err)
+	}
+	id, postID, err := bm.DeleteComment(ctx)
+	if err != nil || id == 0 || postID == 0 {
+		t.Fatalf("delete comment = %d on %d, %v", id, postID, err)
+	}
+	if _, err := db.FindCommentByID(ctx, id); loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
+		t.Fatalf("the comment delete comment named (%d) is still there: %v", id, err)
 	}
 	after := MustBeConsistent(t, db)
 	if after.Posts != before.Posts {

@@ -41,12 +41,12 @@ func testConcurrentWriters(t *testing.T, open Opener) {
 						createdComments.Add(1)
 					}
 				case 2:
-					err = bm.DeletePost(ctx)
+					_, err = bm.DeletePost(ctx)
 					if err == nil {
 						deletedPost.Add(1)
 					}
 				case 3:
-					_, err = bm.DeleteComment(ctx)
+					_, _, err = bm.DeleteComment(ctx)
 					if err == nil {
 						deleted.Add(1)
 					}

@@ -19,6 +19,21 @@ type flagSet struct {
 	usage      string
 	positional []string // the arguments after parseArgs
 	printHelp  func()   // writes --help to stdout
+	// settings, if set, is the flag naming a settings file (see
+	// settingsFile).
+	settings string
+}
+
+// settingsFile adds flag name (with its environment twin env): a file of
+// NAME=value lines, one per environment twin (LOREM_DB=…), blank lines and
+// # comments ignored. Its values apply to the flags not given on the
+// command line and come before the environment's, so a process started
+// with an inherited environment (a restart on SIGHUP) still takes the
+// file's current values.
+func (fs *flagSet) settingsFile(name, env string) {
+	fs.String(name, "", "read settings from the file at `PATH`: NAME=value lines of the environment variables shown here\n      (LOREM_DB=/var/lib/loremnews/loremnews.sqlite3); read again by the process a SIGHUP starts")
+	fs.twin(name, env)
+	fs.settings = name
 }
 
 func newFlagSet(name, usage, about string, stdout io.Writer) *flagSet {
@@ -82,16 +97,71 @@ func (fs *flagSet) parseArgs(args []string, nargs int) error {
 	fs.positional = positional
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	file, err := fs.readSettings(given)
+	if err != nil {
+		return err
+	}
 	for name, env := range fs.env {
-		v, ok := os.LookupEnv(env)
-		if !ok || given[name] || strings.TrimSpace(v) == "" {
+		if given[name] || name == fs.settings {
+			continue
+		}
+		v, ok := file[env]
+		where := ""
+		if ok {
+			where = "in " + fs.Lookup(fs.settings).Value.String() + ": " + env
+		} else {
+			v, ok = os.LookupEnv(env)
+			where = "in $" + env
+		}
+		if !ok || strings.TrimSpace(v) == "" {
 			continue
 		}
 		if err := fs.Set(name, v); err != nil {
-			return &usageError{msg: fmt.Sprintf("invalid value %q in $%s: %v%s", v, env, err, fs.durationHintFor(name, v)), cmd: fs.Name()}
+			return &usageError{msg: fmt.Sprintf("invalid value %q %s: %v%s", v, where, err, fs.durationHintFor(name, v)), cmd: fs.Name()}
 		}
 	}
 	return nil
+}
+
+// readSettings reads the settings file, if the command has one and it is
+// named (on the command line, or in its environment twin).
+func (fs *flagSet) readSettings(given map[string]bool) (map[string]string, error) {
+	if fs.settings == "" {
+		return nil, nil
+	}
+	path := fs.Lookup(fs.settings).Value.String()
+	if !given[fs.settings] {
+		path = os.Getenv(fs.env[fs.settings])
+		fs.Set(fs.settings, path)
+	}
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &usageError{msg: fmt.Sprintf("--%s: %v", fs.settings, err), cmd: fs.Name()}
+	}
+	known := map[string]bool{}
+	for _, env := range fs.env {
+		known[env] = true
+	}
+	vals := map[string]string{}
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		k = strings.TrimSpace(k)
+		switch {
+		case !ok:
+			return nil, &usageError{msg: fmt.Sprintf("%s:%d: want NAME=value, got %q", path, i+1, line), cmd: fs.Name()}
+		case !known[k] || k == fs.env[fs.settings]:
+			return nil, &usageError{msg: fmt.Sprintf("%s:%d: %s is not a setting of %s (see %s --help)", path, i+1, k, fs.Name(), fs.Name()), cmd: fs.Name()}
+		}
+		vals[k] = strings.TrimSpace(v)
+	}
+	return vals, nil
 }
 
 // flagSynopsis is how --help names a flag: one dash for one-letter flags

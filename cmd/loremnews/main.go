@@ -66,6 +66,7 @@ var commands = map[string]command{
 	"version": {"print the Go and SQLite versions and SQLite's compile-time options", runVersion},
 	"backup":  {"write a consistent copy of the database while the site runs, and check it", runBackup},
 	"copy":    {"copy all data between databases, e.g. from SQLite into PostgreSQL, and check the copy", runCopy},
+	"reload":  {"replace a running serve (new binary or settings) without dropping a request, and wait until done", runReload},
 	"load":    {"send HTTP load to a URL and report latency percentiles, like hey or oha", runLoad},
 	"bench":   {"run the experiment: every SQLite setup (and PostgreSQL) under the same load, reported with charts", runBench},
 }

@@ -161,6 +161,10 @@ func TestUsageErrors(t *testing.T) {
 		"short secret key":  {args: []string{"serve"}, env: map[string]string{"LOREM_SECRET_KEY": "short"}, want: "--secret-key must be at least 32 characters"},
 		"zero session idle": {args: []string{"serve", "--session-idle", "0s"}, want: "--session-idle and --session-lifetime must be positive"},
 		"bad metrics addr":  {args: []string{"serve", "--metrics-addr", "nowhere"}, want: "invalid --metrics-addr"},
+		"metrics on site":   {args: []string{"serve", "--addr", "127.0.0.1:3999", "--metrics-addr", "127.0.0.1:3999"}, want: "never served on the site's address"},
+		"pprof not local":   {args: []string{"serve", "--metrics-addr", "10.0.0.1:9464", "--pprof"}, want: "--pprof is only allowed on a loopback --metrics-addr"},
+		"pprof no metrics":  {args: []string{"serve", "--metrics=false", "--pprof"}, want: "it needs --metrics"},
+		"reload no pid":     {args: []string{"reload"}, want: "--pid-file is required"},
 		"points to help":    {args: []string{"migrate", "--nope"}, want: "(see `loremnews migrate --help`)"},
 		"bare seconds":      {args: []string{"load", "-z", "2", "http://127.0.0.1:1/"}, want: "did you mean 2s?"},
 		"bare seconds env":  {args: []string{"load", "http://127.0.0.1:1/"}, env: map[string]string{"LOREM_LOAD_DURATION": "3"}, want: "did you mean 3s?"},
@@ -301,7 +305,7 @@ func TestUsageErrors(t *testing.T) {
 			if cmd == "serve" && !strings.Contains(out.String(), "$LOREM_ADDR") {
 				t.Errorf("serve --help does not show environment twins:\n%s", out.String())
 			}
-			if cmd == "serve" && (!strings.Contains(out.String(), "to this machine only") || !strings.Contains(out.String(), "--metrics-addr")) {
+			if cmd == "serve" && (!strings.Contains(out.String(), "never on the site's address") || !strings.Contains(out.String(), "--metrics-addr")) {
 				t.Errorf("serve --help does not say who may read /metrics:\n%s", out.String())
 			}
 		}

@@ -297,7 +297,7 @@ var benchAnswerRe = regexp.MustCompile(`(?m)^loremnews_http_request_duration_sec
 // benchmarkAnswers reads the server's request counters from /metrics.
 func benchmarkAnswers(t *testing.T, srv *serverProc) benchAnswers {
 	t.Helper()
-	out, err := runNeighbourHTTP(srv.URL + "/metrics")
+	out, err := runNeighbourHTTP(srv.MetricsURL)
 	if err != nil {
 		t.Fatalf("metrics: %v", err)
 	}

@@ -287,7 +287,7 @@ func busyRetries(t *testing.T, srv *serverProc) string {
 // metric returns the value of the server's metric whose name (and labels)
 // match pattern, "?" if it has none or cannot be reached.
 func (p *serverProc) metric(pattern string) string {
-	resp, err := http.Get(p.URL + "/metrics")
+	resp, err := http.Get(p.MetricsURL)
 	if err != nil {
 		return "?"
 	}

@@ -30,11 +30,17 @@ type serveCommand struct {
 	site            lnhttp.Config // the handler's settings; the logger, metrics, profiler and benchmarks are added by run
 	benchmarking    bool
 	metrics         bool
-	metricsAddr     string // serve /metrics here alone; empty: on the site's address
+	metricsAddr     string // where /metrics (and the profiler) are served, apart from the site
 	pprof           bool
 	gcPercent       int
 	shutdownTimeout time.Duration
+	pidFile         string
 }
+
+// defaultMetricsPort is where /metrics listens, on 127.0.0.1, when
+// --metrics-addr is not given and the site has a port of its own (with
+// --addr on port 0, metrics too take a free port).
+const defaultMetricsPort = "9464"
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := parseServeFlags(args, stdout)
@@ -60,6 +66,7 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	)
 	c.db.register(fs)
 	c.seed.register(fs)
+	fs.settingsFile("settings-file", "LOREM_SETTINGS_FILE")
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:3000", "`HOST:PORT` address to listen on (port 0 picks a free port)")
 	fs.twin("addr", "LOREM_ADDR")
 	fs.BoolVar(&c.benchmarking, "benchmarking", false, "enable POST /benchmarking/{action} (creates and deletes data at random: never on a real site)")
@@ -74,10 +81,12 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	fs.twin("bcrypt-cost", "LOREM_BCRYPT_COST")
 	fs.StringVar(&logLevel, "log-level", "info", "log `LEVEL`: debug (every request), info, warn, error")
 	fs.twin("log-level", "LOREM_LOG_LEVEL")
-	fs.BoolVar(&c.metrics, "metrics", true, "serve Prometheus metrics (request latency by route, writer waits, pool use) at GET /metrics,\n      to this machine only: loopback clients that came without a proxy (see --metrics-addr)")
+	fs.BoolVar(&c.metrics, "metrics", true, "serve Prometheus metrics (request latency by route, writer waits, pool use) at GET /metrics on --metrics-addr,\n      a listener of their own, never on the site's address")
 	fs.twin("metrics", "LOREM_METRICS")
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this `HOST:PORT` instead, alone (e.g. 127.0.0.1:9100, or a private interface for a scraper elsewhere)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "`HOST:PORT` for /metrics and --pprof, apart from the site: to this machine only, unless you name a private interface\n      for a scraper elsewhere. Default: 127.0.0.1:"+defaultMetricsPort+" (127.0.0.1:0, a free port, when --addr has port 0)")
 	fs.twin("metrics-addr", "LOREM_METRICS_ADDR")
+	fs.StringVar(&c.pidFile, "pid-file", "", "write the serving process's PID to `PATH` once it is ready (after a restart on SIGHUP, the new process's)")
+	fs.twin("pid-file", "LOREM_PID_FILE")
 	fs.StringVar(&trustedProxies, "trusted-proxies", "", "reverse proxies whose X-Forwarded-For is believed, `CIDR,...` prefixes or addresses (127.0.0.1,10.0.0.0/8);\n      from other peers the header is ignored. Sign-in limits count by the client address this gives")
 	fs.twin("trusted-proxies", "LOREM_TRUSTED_PROXIES")
 	fs.StringVar(&allowedHosts, "allowed-hosts", "", "the names the site is served as, `HOST,...` (news.example,192.0.2.10); a request with another Host header gets 400,\n      so a page on a domain re-pointed at this machine (DNS rebinding) cannot use it. Default: the host of --addr,\n      plus localhost, 127.0.0.1 and [::1] when that is a loopback address; required when --addr listens on every address")
@@ -96,7 +105,7 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	fs.twin("secret-key", "LOREM_SECRET_KEY")
 	fs.StringVar(&secretKeyFile, "secret-key-file", "", "read the secret key from the file at `PATH` (surrounding white space is dropped); instead of --secret-key")
 	fs.twin("secret-key-file", "LOREM_SECRET_KEY_FILE")
-	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ (loopback addresses only)")
+	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on --metrics-addr (a loopback address only)")
 	fs.twin("pprof", "LOREM_PPROF")
 	fs.IntVar(&c.gcPercent, "gc-percent", 400, "Go GC target (GOGC): heap growth between collections, in %; the server's live heap is small, so collecting 4× less often buys CPU for requests")
 	fs.twin("gc-percent", "LOREM_GC_PERCENT")
@@ -104,7 +113,7 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	fs.twin("max-in-flight", "LOREM_MAX_IN_FLIGHT")
 	fs.BoolVar(&c.site.Gzip, "gzip", false, "gzip HTML, CSS and text for clients that accept it (off: leave it to a reverse proxy; see README, Compression)")
 	fs.twin("gzip", "LOREM_GZIP")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, how long requests in flight may take to finish")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, or once a process started by SIGHUP has taken over, how long requests in flight may take to finish")
 	fs.twin("shutdown-timeout", "LOREM_SHUTDOWN_TIMEOUT")
 	if err := fs.parse(args); err != nil {
 		return c, err
@@ -130,9 +139,6 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	}
 	if c.benchmarking && !allowRemoteBench && !isLoopback(host) {
 		return c, usage("--benchmarking on %s would let anyone who can reach it delete data; bind to 127.0.0.1 or add --allow-remote-benchmarking", c.addr)
-	}
-	if c.pprof && !isLoopback(host) {
-		return c, usage("--pprof is only allowed on a loopback --addr")
 	}
 	if c.site.TrustedProxies, err = lnhttp.ParseTrustedProxies(trustedProxies); err != nil {
 		return c, usage("invalid --trusted-proxies: %v", err)
@@ -167,13 +173,29 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 		return c, usage("--secret-key must be at least 32 characters (e.g. openssl rand -hex 32)")
 	}
 	c.site.SecretKey = []byte(secretKey)
-	if c.metricsAddr != "" {
-		if !c.metrics {
-			return c, usage("--metrics-addr needs --metrics")
+	if c.metricsAddr != "" && !c.metrics {
+		return c, usage("--metrics-addr needs --metrics")
+	}
+	if c.metrics && c.metricsAddr == "" {
+		port := defaultMetricsPort
+		if _, sitePort, _ := net.SplitHostPort(c.addr); sitePort == "0" {
+			port = "0"
 		}
-		if _, _, err := net.SplitHostPort(c.metricsAddr); err != nil {
+		c.metricsAddr = net.JoinHostPort("127.0.0.1", port)
+	}
+	if c.metrics {
+		mhost, mport, err := net.SplitHostPort(c.metricsAddr)
+		if err != nil {
 			return c, usage("invalid --metrics-addr %q: %v", c.metricsAddr, err)
 		}
+		if c.metricsAddr == c.addr && mport != "0" {
+			return c, usage("--metrics-addr %s is the site's --addr: metrics are never served on the site's address", c.metricsAddr)
+		}
+		if c.pprof && !isLoopback(mhost) {
+			return c, usage("--pprof is only allowed on a loopback --metrics-addr")
+		}
+	} else if c.pprof {
+		return c, usage("--pprof is served on --metrics-addr: it needs --metrics")
 	}
 	if c.gcPercent < -1 || c.gcPercent == 0 {
 		return c, usage("--gc-percent must be positive (or -1 to turn the collector off)")
@@ -182,12 +204,18 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 }
 
 // run opens (and if asked seeds) the database and serves the site until ctx
-// ends, then finishes the requests in flight.
+// ends, then finishes the requests in flight. On SIGHUP it starts a new
+// process of the same executable, which inherits the listening sockets;
+// once that one serves, this one hands its clients over and exits.
 func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 	debug.SetGCPercent(c.gcPercent)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
 	site := c.site
 	site.Logger = log
+
+	// Before anything slow, so a SIGHUP that comes early is not fatal.
+	restart := newRestarter(c.pidFile, log)
+	defer restart.stop()
 
 	var m *metrics.Metrics
 	if c.metrics {
@@ -220,18 +248,12 @@ func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if m != nil {
 		m.Watch(db)
 		site.Observer = m
-		if c.metricsAddr == "" {
-			site.Metrics = m.Handler()
-		}
-	}
-	if c.pprof {
-		site.Profiler = pprofHandler()
 	}
 	handler, err := lnhttp.NewHandler(db, site)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", c.addr)
+	ln, err := restart.listen("site", c.addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// The usual first mistake: a second `make run`, or another site
 		// on port 3000. Say how to pick another address.
@@ -241,9 +263,9 @@ func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return fmt.Errorf("listen on %s: %w", c.addr, err)
 	}
 	srv := lnhttp.NewServer(handler)
-	var metricsSrv *lnhttp.Server
-	if c.metricsAddr != "" {
-		if metricsSrv, err = serveMetricsAlone(c.metricsAddr, m, log, stdout); err != nil {
+	var opsSrv *lnhttp.Server
+	if m != nil {
+		if opsSrv, err = c.serveOps(restart, m, log, stdout); err != nil {
 			ln.Close()
 			return err
 		}
@@ -258,34 +280,47 @@ func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if c.benchmarking {
 		log.Warn("benchmarking endpoints are ON: POST /benchmarking/{action} creates and deletes data at random without signing in")
 	}
-	fmt.Fprintf(stdout, "Lorem News listening on http://%s (%s, database %s)\n", ln.Addr(), db.Describe(), db.Name())
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if err := restart.ready(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Lorem News listening on http://%s (%s, database %s)\n", ln.Addr(), db.Describe(), db.Name())
 	select {
 	case err := <-serveErr:
 		return err
 	case <-ctx.Done():
+		log.Info("shutting down: finishing requests in flight", "timeout", c.shutdownTimeout)
+	case <-restart.replaced():
+		log.Info("a new process serves: handing over the clients and finishing requests in flight", "timeout", c.shutdownTimeout)
 	}
-	log.Info("shutting down: finishing requests in flight", "timeout", c.shutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
-	if metricsSrv != nil {
-		defer metricsSrv.Shutdown(sctx)
+	if opsSrv != nil {
+		defer opsSrv.Handoff(sctx, 0)
 	}
-	if err := srv.Shutdown(sctx); err != nil {
+	// Every connection is told to close after its next answer and given
+	// half the timeout to do so; then the idle ones are closed and the
+	// requests in flight finish. The deferred db.Close runs the writes
+	// still queued.
+	if err := srv.Handoff(sctx, c.shutdownTimeout/2); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return <-serveErr
 }
 
-// serveMetricsAlone serves m's /metrics on addr, apart from the site.
-func serveMetricsAlone(addr string, m *metrics.Metrics, log *slog.Logger, stdout io.Writer) (*lnhttp.Server, error) {
+// serveOps serves /metrics (and with --pprof the profiler) on
+// --metrics-addr, apart from the site.
+func (c serveCommand) serveOps(restart *restarter, m *metrics.Metrics, log *slog.Logger, stdout io.Writer) (*lnhttp.Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
-	ln, err := net.Listen("tcp", addr)
+	if c.pprof {
+		mux.Handle("/debug/pprof/", pprofHandler())
+	}
+	ln, err := restart.listen("metrics", c.metricsAddr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on --metrics-addr %s: %w", addr, err)
+		return nil, fmt.Errorf("listen on --metrics-addr %s: %w", c.metricsAddr, err)
 	}
 	srv := lnhttp.NewServer(mux)
 	go func() {

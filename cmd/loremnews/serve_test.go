@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -119,31 +120,48 @@ func TestServePurgesExpiredSessions(t *testing.T) {
 
 var metricsListenRe = regexp.MustCompile(`metrics on (http://\S+)`)
 
-// TestMetricsAddr: with --metrics-addr, /metrics is served there and not
-// on the site's address; without it, the site's address serves it to
-// this machine.
+// TestMetricsAddr: /metrics (and with --pprof the profiler) are served on
+// a listener of their own, by default a loopback one, and never on the
+// site's address, whoever asks.
 func TestMetricsAddr(t *testing.T) {
 	dir := t.TempDir()
-	base, _ := startServe(t, "--db", filepath.Join(dir, "a.sqlite3"))
-	if got := getStatus(t, base+"/metrics"); got != 200 {
-		t.Fatalf("GET /metrics from loopback = %d, want 200", got)
-	}
-	base, stdout := startServe(t, "--db", filepath.Join(dir, "b.sqlite3"), "--metrics-addr", "127.0.0.1:0")
-	m := metricsListenRe.FindStringSubmatch(stdout.String())
-	if m == nil {
-		t.Fatalf("no metrics address printed: %s", stdout.String())
-	}
-	if got := getStatus(t, base+"/metrics"); got != 404 {
-		t.Fatalf("GET /metrics on the site = %d, want 404", got)
-	}
-	resp, err := http.Get(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), "loremnews_") {
-		t.Fatalf("GET %s = %d\n%.500s", m[1], resp.StatusCode, body)
+	for name, args := range map[string][]string{
+		"default":         {"--pprof"},
+		"--metrics-addr":  {"--metrics-addr", "127.0.0.1:0", "--pprof"},
+		"IPv6 loopback":   {"--metrics-addr", "[::1]:0"},
+		"without --pprof": {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			base, stdout := startServe(t, append([]string{"--db", filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".sqlite3")}, args...)...)
+			m := metricsListenRe.FindStringSubmatch(stdout.String())
+			if m == nil {
+				t.Fatalf("no metrics address printed: %s", stdout.String())
+			}
+			if !strings.HasPrefix(m[1], "http://127.0.0.1:") && !strings.HasPrefix(m[1], "http://[::1]:") {
+				t.Errorf("metrics on %s, want a loopback address", m[1])
+			}
+			for _, path := range []string{"/metrics", "/debug/pprof/"} {
+				if got := getStatus(t, base+path); got != 404 {
+					t.Errorf("GET %s on the site = %d, want 404", path, got)
+				}
+			}
+			resp, err := http.Get(m[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(body), "loremnews_") {
+				t.Fatalf("GET %s = %d\n%.500s", m[1], resp.StatusCode, body)
+			}
+			want := 404
+			if slices.Contains(args, "--pprof") {
+				want = 200
+			}
+			if got := getStatus(t, strings.TrimSuffix(m[1], "/metrics")+"/debug/pprof/"); got != want {
+				t.Errorf("GET /debug/pprof/ on the metrics address = %d, want %d", got, want)
+			}
+		})
 	}
 }
 
@@ -237,5 +255,46 @@ func TestMakeRunAddress(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSettingsFile: serve --settings-file reads NAME=value lines of the
+// environment twins; the command line comes first, then the file, then the
+// environment; a line that is not a setting is an error naming it.
+func TestSettingsFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "serve.env")
+	write := func(body string) {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("# comment\n\nLOREM_MAX_IN_FLIGHT = 7\nLOREM_LOG_LEVEL=warn\nLOREM_DB=" + filepath.Join(dir, "x.sqlite3") + "\n")
+	t.Setenv("LOREM_MAX_IN_FLIGHT", "3")
+	t.Setenv("LOREM_GC_PERCENT", "200")
+	c, err := parseServeFlags([]string{"--settings-file", path, "--log-level", "error"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.site.MaxInFlight != 7 || c.logLevel != slog.LevelError || c.gcPercent != 200 || c.db.dsn != filepath.Join(dir, "x.sqlite3") {
+		t.Fatalf("max in flight %d (want 7, the file's), log level %v (want error, the flag's), gc %d (want 200, the environment's), db %s",
+			c.site.MaxInFlight, c.logLevel, c.gcPercent, c.db.dsn)
+	}
+	t.Setenv("LOREM_SETTINGS_FILE", path)
+	if c, err := parseServeFlags(nil, io.Discard); err != nil || c.site.MaxInFlight != 7 {
+		t.Fatalf("settings file from $LOREM_SETTINGS_FILE: %d, %v", c.site.MaxInFlight, err)
+	}
+	for body, want := range map[string]string{
+		"LOREM_NO_SUCH=1\n":       "serve.env:1: LOREM_NO_SUCH is not a setting of serve",
+		"# ok\nmax in flight 3\n": "serve.env:2: want NAME=value",
+		"LOREM_MAX_IN_FLIGHT=x\n": `invalid value "x" in ` + path + ": LOREM_MAX_IN_FLIGHT",
+	} {
+		write(body)
+		if _, err := parseServeFlags([]string{"--settings-file", path}, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("settings %q: %v, want an error saying %q", body, err, want)
+		}
+	}
+	if _, err := parseServeFlags([]string{"--settings-file", filepath.Join(dir, "missing.env")}, io.Discard); err == nil || !strings.Contains(err.Error(), "missing.env") {
+		t.Errorf("a missing settings file: %v", err)
 	}
 }

@@ -39,13 +39,30 @@ func ListeningURL(text string) (string, bool) {
 	return m[1], true
 }
 
+// metricsRe matches the line serve prints, before its "listening on"
+// line, when it serves /metrics: "metrics on http://127.0.0.1:PORT/metrics".
+var metricsRe = regexp.MustCompile(`metrics on (http://\S+)`)
+
+// MetricsURL returns the URL of /metrics from serve's "metrics on" line,
+// if text holds one.
+func MetricsURL(text string) (string, bool) {
+	m := metricsRe.FindStringSubmatch(text)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
 // Process is a running `loremnews serve`.
 type Process struct {
 	// URL is the server's base URL, e.g. http://127.0.0.1:41234.
-	URL    string
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once the process has exited and its output is copied
-	err    error         // how it exited, set before exited is closed
+	URL string
+	// MetricsURL is where it serves /metrics, on a listener apart from
+	// the site's ("" with --metrics=false).
+	MetricsURL string
+	cmd        *exec.Cmd
+	exited     chan struct{} // closed once the process has exited and its output is copied
+	err        error         // how it exited, set before exited is closed
 }
 
 // Start runs `binary serve --addr 127.0.0.1:0 args…`, its standard output
@@ -59,7 +76,8 @@ func Start(ctx context.Context, binary string, args []string, log io.Writer) (*P
 	log = &lockedWriter{w: log}
 	found := make(chan string, 1)
 	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.Stdout = &addressWatcher{w: log, found: found}
+	watcher := &addressWatcher{w: log, found: found}
+	cmd.Stdout = watcher
 	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("serveproc: start %s: %w", binary, err)
@@ -74,6 +92,7 @@ func Start(ctx context.Context, binary string, args []string, log io.Writer) (*P
 	defer timeout.Stop()
 	select {
 	case p.URL = <-found:
+		p.MetricsURL = watcher.metricsURL
 	case <-p.exited:
 		return nil, fmt.Errorf("serveproc: the server exited at start (%v)", p.err)
 	case <-timeout.C:
@@ -152,12 +171,14 @@ func (p *Process) Kill() {
 }
 
 // addressWatcher copies serve's standard output to w and sends the
-// address of its "listening on" line to found, once.
+// address of its "listening on" line to found, once, having noted the
+// "metrics on" line before it in metricsURL.
 type addressWatcher struct {
-	w       io.Writer
-	found   chan<- string
-	partial []byte // the current line so far
-	sent    bool
+	w          io.Writer
+	found      chan<- string
+	partial    []byte // the current line so far
+	sent       bool
+	metricsURL string // set before found is sent
 }
 
 func (a *addressWatcher) Write(b []byte) (int, error) {
@@ -167,6 +188,9 @@ func (a *addressWatcher) Write(b []byte) (int, error) {
 			i := bytes.IndexByte(a.partial, '\n')
 			if i < 0 {
 				break
+			}
+			if url, ok := MetricsURL(string(a.partial[:i])); ok {
+				a.metricsURL = url
 			}
 			if url, ok := ListeningURL(string(a.partial[:i])); ok {
 				a.found <- url

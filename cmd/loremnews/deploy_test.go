@@ -1,0 +1,369 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/loremnews/loremnews/internal/testenv"
+	"github.com/loremnews/loremnews/load"
+)
+
+// The deployment kit in deploy/, run as docs/deploy.md runs it, on this
+// machine's loopback addresses: the site behind Debian's Caddy with
+// deploy/Caddyfile, and Litestream replicating with deploy/litestream.yml to
+// an S3 endpoint (moto's server, from PyPI). scripts/install-test-deps
+// installs both.
+
+// kitFile is the path of a file of deploy/.
+func kitFile(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "deploy", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// freePort returns a loopback port nothing listens on now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// startTool runs a program of the kit until the test ends, its output in
+// a buffer shown if the test fails.
+func startTool(t *testing.T, env []string, name string, args ...string) *syncBuffer {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("%s:\n%s", filepath.Base(name), lastLines(out.String(), 30))
+		}
+	})
+	return out
+}
+
+// waitHTTP waits up to 30 s for url to answer.
+func waitHTTP(t *testing.T, url string) {
+	t.Helper()
+	testenv.WaitFor(t, 30*time.Second, url+" to answer", func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	})
+}
+
+// clientFrom is a browser that connects from the loopback address ip
+// (127.0.0.2, …), so the site can tell it from Caddy, which connects from
+// 127.0.0.1.
+func clientFrom(ip string) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return &http.Client{
+		Jar:           jar,
+		Timeout:       30 * time.Second,
+		Transport:     &http.Transport{DialContext: dialer.DialContext},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+var deployCSRFRe = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+
+// submit loads page, then posts form to path with the page's CSRF token,
+// and returns the status and Location.
+func submit(t *testing.T, c *http.Client, base, page, path string, form url.Values, header ...string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(base + page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := deployCSRFRe.FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("GET %s: %d, no form token:\n%.300s", page, resp.StatusCode, body)
+	}
+	form.Set("csrf_token", string(m[1]))
+	req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Location")
+}
+
+// TestBehindCaddy: the site served through Caddy with the kit's Caddyfile:
+// pages, sign-up, sign-in, a post; the address the site logs and limits
+// sign-ins by is the client's, not Caddy's, and a client cannot pose as
+// another with its own X-Forwarded-For.
+func TestBehindCaddy(t *testing.T) {
+	caddy, err := exec.LookPath("caddy")
+	if err != nil {
+		testenv.Missing(t, "needs Debian's caddy: run scripts/install-test-deps (make test does)")
+	}
+	for _, ip := range []string{"127.0.0.2", "127.0.0.3"} {
+		if ln, err := net.Listen("tcp", ip+":0"); err != nil {
+			t.Fatalf("this machine has no loopback address %s to be a client from: %v", ip, err)
+		} else {
+			ln.Close()
+		}
+	}
+	dir := t.TempDir()
+	// As deploy/loremnews.service sets it, on free ports.
+	srv := startServer(t, filepath.Join(dir, "site.sqlite3"), "--trusted-proxies", "127.0.0.1,::1", "--bcrypt-cost", "4", "--log-level", "debug")
+	upstream := strings.TrimPrefix(srv.URL, "http://")
+	site := "127.0.0.1:" + freePort(t)
+	startTool(t, []string{"LOREM_SITE=http://" + site, "LOREM_UPSTREAM=" + upstream, "CADDY_ADMIN=off",
+		"HOME=" + dir, "XDG_DATA_HOME=" + filepath.Join(dir, "data"), "XDG_CONFIG_HOME=" + filepath.Join(dir, "config")},
+		caddy, "run", "--config", kitFile(t, "Caddyfile"), "--adapter", "caddyfile")
+	base := "http://" + site
+	waitHTTP(t, base+"/up")
+
+	alice := clientFrom("127.0.0.2")
+	resp, err := alice.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET / through Caddy: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if code, loc := submit(t, alice, base, "/signup", "/signup", url.Values{"screen_name": {"alice"}, "password": {"correct horse battery"}}); code != http.StatusSeeOther {
+		t.Fatalf("sign up through Caddy: %d %s", code, loc)
+	}
+	code, loc := submit(t, alice, base, "/posts/new", "/posts", url.Values{"title": {"Deployed behind Caddy"}, "description": {"Through the proxy."}},
+		"X-Forwarded-For", "203.0.113.9") // a client's own header, which Caddy must not pass on as the client
+	if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/posts/") {
+		t.Fatalf("create a post through Caddy: %d %s", code, loc)
+	}
+	resp, err = alice.Get(base + loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "Deployed behind Caddy") {
+		t.Fatalf("GET %s through Caddy: %d", loc, resp.StatusCode)
+	}
+
+	// The site's request log names the client: 127.0.0.2, never Caddy's
+	// 127.0.0.1 nor the address the client wrote itself.
+	postLogged := regexp.MustCompile(`msg=request method=POST path=/posts .*status=303`)
+	testenv.WaitFor(t, 5*time.Second, "the post's request in the log", func() bool {
+		return postLogged.MatchString(srv.stderr.String())
+	})
+	logged := 0
+	for _, line := range strings.Split(srv.stderr.String(), "\n") {
+		if !strings.Contains(line, `msg=request`) || strings.Contains(line, "path=/up") {
+			continue
+		}
+		logged++
+		if !strings.Contains(line, "client=127.0.0.2") {
+			t.Errorf("the site logged a request through Caddy with another client: %s", line)
+		}
+	}
+	if logged < 5 { // GET /, the sign-up form and post, the post form and post, the post's page
+		t.Errorf("%d requests logged, want the 6 made through Caddy", logged)
+	}
+
+	// Sign-in limits count by client: five wrong passwords for alice from
+	// 127.0.0.2 lock that address out of her account, not 127.0.0.3.
+	mallory := clientFrom("127.0.0.2")
+	for i := range 5 {
+		if code, _ := submit(t, mallory, base, "/signin", "/signin", url.Values{"screen_name": {"alice"}, "password": {fmt.Sprintf("guess %d", i)}}); code == http.StatusTooManyRequests {
+			t.Fatalf("guess %d already limited", i+1)
+		}
+	}
+	if code, _ := submit(t, mallory, base, "/signin", "/signin", url.Values{"screen_name": {"alice"}, "password": {"guess 6"}}); code != http.StatusTooManyRequests {
+		t.Fatalf("the sixth wrong password from 127.0.0.2: %d, want 429", code)
+	}
+	bob := clientFrom("127.0.0.3")
+	if code, _ := submit(t, bob, base, "/signin", "/signin", url.Values{"screen_name": {"alice"}, "password": {"a typo"}}); code == http.StatusTooManyRequests {
+		t.Fatal("a wrong password from 127.0.0.3 got 429: the site limits Caddy's address, not the client's")
+	}
+	if code, _ := submit(t, bob, base, "/signin", "/signin", url.Values{"screen_name": {"alice"}, "password": {"correct horse battery"}}); code != http.StatusSeeOther {
+		t.Fatalf("alice signing in from 127.0.0.3: %d, want 303", code)
+	}
+}
+
+// TestLitestreamToS3: the kit's Litestream configuration replicates the
+// live database to an S3 endpoint while the site takes writes; a restore
+// from the bucket holds every write the site acknowledged, and passes the
+// integrity check, the foreign keys and the counter caches.
+func TestLitestreamToS3(t *testing.T) {
+	litestream, err := filepath.Abs(filepath.Join("..", "..", "bin", "tools", "litestream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moto, err := filepath.Abs(filepath.Join("..", "..", "bin", "tools", "moto", "bin", "moto_server"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{litestream, moto} {
+		if _, err := os.Stat(tool); err != nil {
+			testenv.Missing(t, "needs %s: run scripts/install-test-deps (make test does)", filepath.Base(tool))
+		}
+	}
+	dir := t.TempDir()
+	port := freePort(t)
+	endpoint := "http://127.0.0.1:" + port
+	startTool(t, nil, moto, "-H", "127.0.0.1", "-p", port)
+	waitHTTP(t, endpoint)
+	// An S3 emulator takes any credentials; make the bucket.
+	req, _ := http.NewRequest(http.MethodPut, endpoint+"/loremnews-backups", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("create the bucket: %d", resp.StatusCode)
+	}
+
+	dbPath := filepath.Join(dir, "live.sqlite3")
+	seedFile(t, dbPath, "--users", "30", "--posts", "100")
+	env := []string{"LOREM_DB=" + dbPath, "LITESTREAM_BUCKET=loremnews-backups", "LITESTREAM_REGION=us-east-1",
+		"LITESTREAM_ENDPOINT=" + endpoint, "LITESTREAM_ACCESS_KEY_ID=test", "LITESTREAM_SECRET_ACCESS_KEY=test",
+		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
+		// A CA bundle this machine may name for HTTPS makes the AWS SDK
+		// refuse Litestream's HTTP client; the emulator is plain HTTP.
+		"AWS_CA_BUNDLE="}
+	srv := startServer(t, dbPath, "--benchmarking")
+	lsLog := startTool(t, env, litestream, "replicate", "-config", kitFile(t, "litestream.yml"))
+
+	var w writes
+	res, err := load.Run(context.Background(), load.Config{URL: srv.URL + "/benchmarking/write_heavy", Method: http.MethodPost,
+		Concurrency: 8, Duration: 4 * time.Second, DisableRedirects: true, OnResponse: w.note})
+	if err != nil || res.Failures != 0 {
+		t.Fatalf("load: %v %v %v", err, res.StatusCodes, res.Errors)
+	}
+	srv.signal(syscall.SIGTERM, 15*time.Second)
+	live := mustConsistent(t, dbPath)
+
+	// The replica lags by at most its sync interval (1 s): restore until
+	// it holds the live rows, each attempt into a file of its own.
+	var restored, lastTry string
+	attempt := 0
+	testenv.WaitFor(t, time.Minute, "the S3 replica to hold the live data", func() bool {
+		attempt++
+		path := filepath.Join(dir, fmt.Sprintf("restored-%d.sqlite3", attempt))
+		cmd := exec.Command(litestream, "restore", "-config", kitFile(t, "litestream.yml"), "-o", path, dbPath)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			lastTry = fmt.Sprintf("%v: %s", err, out)
+		} else if got := consistency(t, path); !got.OK() {
+			t.Errorf("restore %d is inconsistent: %+v", attempt, got)
+			return true
+		} else if [3]int{got.Users, got.Posts, got.Comments} != [3]int{live.Users, live.Posts, live.Comments} {
+			lastTry = fmt.Sprintf("users, posts, comments %d, %d, %d; live %+v", got.Users, got.Posts, got.Comments, live)
+		} else {
+			restored = path
+			return true
+		}
+		time.Sleep(500 * time.Millisecond)
+		return false
+	})
+	if t.Failed() {
+		t.Logf("last restore: %s\nlitestream:\n%s", lastTry, lastLines(lsLog.String(), 30))
+		return
+	}
+	found, expected := checkAcknowledged(t, restored, &w)
+	got := mustConsistent(t, restored)
+	t.Logf("Litestream to S3: %d write_heavy requests (%d failed); restore %d from the bucket: %d users, %d posts, %d comments (live %d, %d, %d); acknowledged rows found %d of %d; integrity %s",
+		res.Requests, res.Failures, attempt, got.Users, got.Posts, got.Comments, live.Users, live.Posts, live.Comments, found, expected, got.Integrity)
+}
+
+// TestKitServiceCommandLine: the unit's ExecStart and ExecReload, with
+// the kit's settings file, are command lines loremnews accepts, with the
+// settings the guide says they set.
+func TestKitServiceCommandLine(t *testing.T) {
+	unit, err := os.ReadFile(kitFile(t, "loremnews.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "secret-key"), []byte(strings.Repeat("k", 64)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string][]string{}
+	for _, line := range strings.Split(string(unit), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && (k == "ExecStart" || k == "ExecReload") {
+			v = strings.ReplaceAll(v, "%d", dir) // systemd's credentials directory
+			v = strings.ReplaceAll(v, "/etc/loremnews/serve.env", kitFile(t, "serve.env"))
+			lines[k] = strings.Fields(v)
+		}
+	}
+	start, reload := lines["ExecStart"], lines["ExecReload"]
+	if len(start) < 2 || start[0] != "/usr/local/bin/loremnews" || start[1] != "serve" || len(reload) < 2 || reload[1] != "reload" {
+		t.Fatalf("ExecStart %q, ExecReload %q", start, reload)
+	}
+	c, err := parseServeFlags(start[2:], io.Discard)
+	if err != nil {
+		t.Fatalf("ExecStart: %v", err)
+	}
+	for _, f := range []struct {
+		what      string
+		got, want any
+	}{
+		{"addr", c.addr, "127.0.0.1:3000"},
+		{"database", c.db.dsn, "/var/lib/loremnews/loremnews.sqlite3"},
+		{"allowed hosts", strings.Join(c.site.AllowedHosts, ","), "news.example.com"},
+		{"trusted proxies", len(c.site.TrustedProxies), 2},
+		{"secure cookies", c.site.SecureCookies, true},
+		{"metrics", c.metricsAddr, "127.0.0.1:9464"},
+		{"secret key", len(c.site.SecretKey), 64},
+		{"pid file", c.pidFile, "/run/loremnews/serve.pid"},
+		{"benchmarking", c.benchmarking, false},
+	} {
+		if f.got != f.want {
+			t.Errorf("%s = %v, want %v", f.what, f.got, f.want)
+		}
+	}
+	if !slices.Contains(reload, "--pid-file") || !slices.Contains(reload, "/run/loremnews/serve.pid") {
+		t.Errorf("ExecReload %q does not name serve's PID file", reload)
+	}
+}
