@@ -1,6 +1,9 @@
 package loremnews
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Store is everything the site's pages need from a database. The sqlite and
 // postgres packages implement it; handlers see only this interface (and,
@@ -11,6 +14,7 @@ type Store interface {
 	PostStore
 	CommentStore
 	SessionStore
+	LimitStore
 
 	// Ping reports whether the database answers (used by /up).
 	Ping(ctx context.Context) error
@@ -108,6 +112,27 @@ type SessionStore interface {
 	// DeleteExpiredSessions deletes every session past limits and says how
 	// many it deleted.
 	DeleteExpiredSessions(ctx context.Context, limits SessionLimits) (int64, error)
+}
+
+// LimitStore keeps the counters of the site's rate limits in the
+// database, so every process serving one database shares them and a
+// restart (or a deploy) does not hand out a fresh allowance. A counter is
+// named by an opaque key (the web layer's 32-byte digests: nothing
+// personal in clear) and counts attempts in a fixed window that starts at
+// the key's first attempt.
+type LimitStore interface {
+	// ReserveAttempt takes one attempt for key, in one write transaction:
+	// if the key's window has ended by now (or it has none), a new one of
+	// length window starts at now with this attempt; else the count goes
+	// up by one, unless it has reached limit: then nothing is taken, ok is
+	// false, and retryAfter is the time from now until the window ends.
+	// Concurrent calls never take more than limit attempts in a window.
+	// It also deletes some of the rows whose window has ended (a bounded
+	// number, so its cost stays flat).
+	ReserveAttempt(ctx context.Context, key []byte, limit int, window time.Duration, now time.Time) (ok bool, retryAfter time.Duration, err error)
+	// ReleaseAttempt gives back an attempt ReserveAttempt took for key
+	// (never below 0); a key with no row is not an error.
+	ReleaseAttempt(ctx context.Context, key []byte) error
 }
 
 // Operations are what the commands, the benchmarks and the tests do with a

@@ -90,23 +90,31 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
+	// The address's limit comes first: an address past it is refused
+	// before the account's limits cost a write to the database.
 	rs := []reservation{
-		{h.accountAddrFailures, keyOf("account+address", account, addr)},
 		{h.addrFailures, keyOf("address", addr)},
+		{h.accountAddrFailures, keyOf("account+address", account, addr)},
 	}
 	known := u != nil && h.knownDevice(r, u)
 	if !known {
 		rs = append(rs, reservation{h.accountFailures, keyOf("account", account)})
 	}
 	// The password check is counted, whatever its outcome.
-	if refusedBy, wait := h.reserveCheck(account, addr, known); refusedBy != nil {
+	if refusedBy, wait, err := h.reserveCheck(r.Context(), account, addr, known); err != nil {
+		h.renderError(w, r, err)
+		return
+	} else if refusedBy != nil {
 		h.renderError(w, r, h.tooMany(w, refusedBy, wait, known))
 		return
 	}
 	// The attempt is counted before the password is checked, so requests
 	// sent at once cannot all be judged; a successful one is given back.
-	release, refusedBy, wait := reserveAll(rs...)
-	if refusedBy != nil {
+	release, refusedBy, wait, err := reserveAll(r.Context(), rs...)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	} else if refusedBy != nil {
 		h.renderError(w, r, h.tooMany(w, refusedBy, wait, known))
 		return
 	}
@@ -200,7 +208,7 @@ func (h *Handler) rehash(r *http.Request, u *loremnews.User, password string) {
 // tooMany is the 429 for an attempt refusedBy refused, with Retry-After.
 // The message names the limit, so the reader knows what would help:
 // waiting, another address, or a browser that signed in before.
-func (h *Handler) tooMany(w http.ResponseWriter, refusedBy *attemptLimiter, wait time.Duration, knownDevice bool) error {
+func (h *Handler) tooMany(w http.ResponseWriter, refusedBy limiter, wait time.Duration, knownDevice bool) error {
 	minutes := int(wait.Minutes()) + 1
 	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 	var msg string
@@ -242,10 +250,13 @@ func windowText(d time.Duration) string {
 
 // reserveWrite takes one of the reader's posts or comments (l) for the
 // window, before it is written; release gives it back when the write
-// fails. A refusal is a 429 naming the limit.
-func (h *Handler) reserveWrite(w http.ResponseWriter, r *http.Request, l *attemptLimiter) (release func(), err error) {
-	release, refusedBy, wait := reserveAll(reservation{l, keyOf("account-id", strconv.FormatInt(state(r).user.ID, 10))})
-	if refusedBy != nil {
+// fails. A refusal is a 429 naming the limit; a limit that cannot be
+// checked, a 503.
+func (h *Handler) reserveWrite(w http.ResponseWriter, r *http.Request, l limiter) (release func(), err error) {
+	release, refusedBy, wait, err := reserveAll(r.Context(), reservation{l, keyOf("account-id", strconv.FormatInt(state(r).user.ID, 10))})
+	if err != nil {
+		return nil, err
+	} else if refusedBy != nil {
 		return nil, h.tooMany(w, refusedBy, wait, true)
 	}
 	return release, nil
@@ -254,14 +265,15 @@ func (h *Handler) reserveWrite(w http.ResponseWriter, r *http.Request, l *attemp
 // reserveCheck counts one password check (a bcrypt comparison) against
 // the address's limit and, from a browser the account does not know, the
 // account's, whatever the check's outcome: it is never given back. It
-// answers the limiter that refused, if one did.
-func (h *Handler) reserveCheck(account, addr string, knownDevice bool) (refusedBy *attemptLimiter, wait time.Duration) {
+// answers the limiter that refused, if one did, or the error (EUNAVAILABLE)
+// of one that could not count.
+func (h *Handler) reserveCheck(ctx context.Context, account, addr string, knownDevice bool) (refusedBy limiter, wait time.Duration, err error) {
 	rs := []reservation{{h.addrChecks, keyOf("checks-address", addr)}}
 	if !knownDevice {
 		rs = append(rs, reservation{h.accountChecks, keyOf("checks-account", account)})
 	}
-	_, refusedBy, wait = reserveAll(rs...)
-	return refusedBy, wait
+	_, refusedBy, wait, err = reserveAll(ctx, rs...)
+	return refusedBy, wait, err
 }
 
 // checkPassword confirms that password is u's, for changes that need it
@@ -274,15 +286,19 @@ func (h *Handler) checkPassword(w http.ResponseWriter, r *http.Request, u *lorem
 		return loremnews.Errorf(loremnews.EINVALID, "Enter your current password.")
 	}
 	addr := addrGroup(h.clientAddr(r))
-	if refusedBy, wait := h.reserveCheck(accountKey(u.ScreenName), addr, h.knownDevice(r, u)); refusedBy != nil {
+	if refusedBy, wait, err := h.reserveCheck(r.Context(), accountKey(u.ScreenName), addr, h.knownDevice(r, u)); err != nil {
+		return err
+	} else if refusedBy != nil {
 		return h.tooMany(w, refusedBy, wait, true)
 	}
-	release, refusedBy, wait := reserveAll(
-		reservation{h.accountAddrFailures, keyOf("account+address", accountKey(u.ScreenName), addr)},
+	release, refusedBy, wait, err := reserveAll(r.Context(),
 		reservation{h.addrFailures, keyOf("address", addr)},
+		reservation{h.accountAddrFailures, keyOf("account+address", accountKey(u.ScreenName), addr)},
 		reservation{h.accountFailures, keyOf("account", accountKey(u.ScreenName))},
 	)
-	if refusedBy != nil {
+	if err != nil {
+		return err
+	} else if refusedBy != nil {
 		return h.tooMany(w, refusedBy, wait, true)
 	}
 	if !h.checkDigest(r.Context(), u.PasswordDigest, password) {
@@ -321,7 +337,10 @@ func (h *Handler) signUp(w http.ResponseWriter, r *http.Request) {
 	}
 	// Each sign-up costs a bcrypt hash and makes an account: limited per
 	// address, counted whether or not the name turns out to be taken.
-	if _, refusedBy, wait := reserveAll(reservation{h.addrSignUps, keyOf("sign-up", addrGroup(h.clientAddr(r)))}); refusedBy != nil {
+	if _, refusedBy, wait, err := reserveAll(r.Context(), reservation{h.addrSignUps, keyOf("sign-up", addrGroup(h.clientAddr(r)))}); err != nil {
+		h.renderError(w, r, err)
+		return
+	} else if refusedBy != nil {
 		h.renderError(w, r, h.tooMany(w, refusedBy, wait, false))
 		return
 	}

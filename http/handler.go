@@ -45,7 +45,9 @@ type Config struct {
 	// one account from browsers that have not signed in to it before
 	// (default 20): a browser holding the account's device cookie is not
 	// held back by others' failures. Addresses are IPv4 addresses or IPv6
-	// /64s.
+	// /64s. Every limit of an account (here and below) is counted in the
+	// database, shared by every process serving it and kept across
+	// restarts; the limits of an address alone, in this process's memory.
 	SignInFailures           int
 	SignInFailuresPerIP      int
 	SignInFailuresPerAccount int
@@ -115,17 +117,19 @@ type Handler struct {
 	now    func() time.Time
 	origin *http.CrossOriginProtection
 
-	// sign-in attempts (see Config), and sign-ups by address
-	accountAddrFailures *attemptLimiter
-	addrFailures        *attemptLimiter
-	accountFailures     *attemptLimiter
-	accountChecks       *attemptLimiter // password checks, whatever the outcome
-	addrChecks          *attemptLimiter
-	addrSignUps         *attemptLimiter
-	// posts and comments created, by account
-	accountPosts    *attemptLimiter
-	accountComments *attemptLimiter
-	accountEdits    *attemptLimiter
+	// sign-in attempts (see Config), and sign-ups by address; the
+	// account* limits are kept in the database, the addr* ones in memory
+	// (see NewHandler)
+	accountAddrFailures limiter
+	addrFailures        limiter
+	accountFailures     limiter
+	accountChecks       limiter // password checks, whatever the outcome
+	addrChecks          limiter
+	addrSignUps         limiter
+	// posts and comments created, and post edits saved, by account
+	accountPosts    limiter
+	accountComments limiter
+	accountEdits    limiter
 
 	// dummyDigest is compared against when a screen name does not exist,
 	// at the configured cost, so both answers take as long; dummyTook is
@@ -225,15 +229,24 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		now:    time.Now,
 		origin: http.NewCrossOriginProtection(),
 
-		accountAddrFailures: newAttemptLimiter(cfg.SignInFailures, cfg.SignInWindow),
+		// The limits of an account (and of an account from one address)
+		// are kept in the database: every process serving it shares them,
+		// and a restart or a deploy does not reset them, so no one gets a
+		// fresh allowance of guesses at a password, or of posts, by
+		// waiting for one. The limits of an address alone stay in this
+		// process's memory: they are the first line against a flood, which
+		// they stop before it costs a write, and a row per address of a
+		// botnet would be a table the attacker could grow at will
+		// (attemptLimiter's memory is bounded, and keeps its lockouts).
+		accountAddrFailures: newDBLimiter(store, "sign-in failures per account and address", cfg.SignInFailures, cfg.SignInWindow, cfg.Logger),
 		addrFailures:        newAttemptLimiter(cfg.SignInFailuresPerIP, cfg.SignInWindow),
-		accountFailures:     newAttemptLimiter(cfg.SignInFailuresPerAccount, cfg.SignInWindow),
-		accountChecks:       newAttemptLimiter(cfg.PasswordChecksPerAccount, cfg.SignInWindow),
+		accountFailures:     newDBLimiter(store, "sign-in failures per account", cfg.SignInFailuresPerAccount, cfg.SignInWindow, cfg.Logger),
+		accountChecks:       newDBLimiter(store, "password checks per account", cfg.PasswordChecksPerAccount, cfg.SignInWindow, cfg.Logger),
 		addrChecks:          newAttemptLimiter(cfg.PasswordChecksPerIP, cfg.SignInWindow),
 		addrSignUps:         newAttemptLimiter(cfg.SignUpsPerIP, cfg.SignUpWindow),
-		accountPosts:        newAttemptLimiter(cfg.PostsPerAccount, cfg.ContentWindow),
-		accountComments:     newAttemptLimiter(cfg.CommentsPerAccount, cfg.ContentWindow),
-		accountEdits:        newAttemptLimiter(cfg.EditsPerAccount, cfg.ContentWindow),
+		accountPosts:        newDBLimiter(store, "posts per account", cfg.PostsPerAccount, cfg.ContentWindow, cfg.Logger),
+		accountComments:     newDBLimiter(store, "comments per account", cfg.CommentsPerAccount, cfg.ContentWindow, cfg.Logger),
+		accountEdits:        newDBLimiter(store, "post edits per account", cfg.EditsPerAccount, cfg.ContentWindow, cfg.Logger),
 
 		dummyDigest:   dummy,
 		sessionLimits: loremnews.SessionLimits{Idle: cfg.SessionIdle, Lifetime: cfg.SessionLifetime},

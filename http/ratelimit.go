@@ -2,11 +2,16 @@ package http
 
 import (
 	"container/heap"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/loremnews/loremnews"
 )
 
 // limitKey is what a limiter counts by: the SHA-256 of the parts that name
@@ -27,6 +32,23 @@ func keyOf(parts ...string) limitKey {
 	var k limitKey
 	h.Sum(k[:0])
 	return k
+}
+
+// limiter counts attempts per key in fixed windows: in this process's
+// memory (attemptLimiter), or in the database, shared by every process on
+// it and kept across restarts (dbLimiter). The handler keeps every
+// account-wide limit in the database: a restart, a deploy (serve replaces
+// itself on SIGHUP) or a second process would otherwise hand an attacker
+// a fresh allowance of guesses at an account's password. The limits by
+// address alone stay in memory (see NewHandler).
+type limiter interface {
+	// take takes one attempt for key; when the key has used its limit it
+	// takes nothing, and says how long until its window ends. An error
+	// (the database's) takes nothing either: the caller must refuse the
+	// request, not let it through unlimited.
+	take(ctx context.Context, key limitKey) (ok bool, retryAfter time.Duration, err error)
+	// giveBack gives back an attempt take took.
+	giveBack(ctx context.Context, key limitKey)
 }
 
 // attemptLimiter allows each key at most limit attempts in a fixed window
@@ -108,6 +130,15 @@ func (l *attemptLimiter) release(key limitKey) {
 	}
 }
 
+// take is reserve, as a limiter: memory never fails.
+func (l *attemptLimiter) take(_ context.Context, key limitKey) (bool, time.Duration, error) {
+	ok, wait := l.reserve(key)
+	return ok, wait, nil
+}
+
+// giveBack is release, as a limiter.
+func (l *attemptLimiter) giveBack(_ context.Context, key limitKey) { l.release(key) }
+
 // place moves e to the heap its count belongs in.
 func (l *attemptLimiter) place(e *attemptEntry) {
 	switch locked := e.count >= l.limit; {
@@ -170,31 +201,84 @@ func (h *entryHeap) Pop() any {
 	return e
 }
 
+// dbLimiter keeps its counts in the database (loremnews.LimitStore), so
+// they hold across every process serving it and across restarts. Each
+// reserve and release is one short write transaction. Its rows are keyed
+// by the digest of its name and the caller's key: one table holds every
+// limiter's counts, and two limiters that count by the same thing (the
+// posts, comments and edits of one account) stay apart.
+type dbLimiter struct {
+	store  loremnews.LimitStore
+	name   string
+	limit  int
+	window time.Duration
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+func newDBLimiter(store loremnews.LimitStore, name string, limit int, window time.Duration, log *slog.Logger) *dbLimiter {
+	return &dbLimiter{store: store, name: name, limit: limit, window: window, log: log, now: time.Now}
+}
+
+// rowKey is the key of key's row: 32 bytes, nothing in clear.
+func (l *dbLimiter) rowKey(key limitKey) []byte {
+	k := keyOf("limit", l.name, string(key[:]))
+	return k[:]
+}
+
+// take reserves an attempt in the database. An error there is a 503
+// ("try again"): fail closed, never unlimited, and not a 500 either (the
+// database is busy, or the site is going away).
+func (l *dbLimiter) take(ctx context.Context, key limitKey) (bool, time.Duration, error) {
+	ok, wait, err := l.store.ReserveAttempt(ctx, l.rowKey(key), l.limit, l.window, l.now())
+	if err != nil {
+		return false, 0, fmt.Errorf("%w (limit %s: %w)", errLimitUnavailable, l.name, err)
+	}
+	return ok, wait, nil
+}
+
+// errLimitUnavailable answers a request whose limit could not be checked.
+var errLimitUnavailable = loremnews.Errorf(loremnews.EUNAVAILABLE, "The site cannot check its limits right now. Please try again in a moment.")
+
+// giveBack releases an attempt in the database, even when the request's
+// context has ended. A failure is logged: the attempt then stays counted
+// until its window ends, which errs on the safe side.
+func (l *dbLimiter) giveBack(ctx context.Context, key limitKey) {
+	if err := l.store.ReleaseAttempt(context.WithoutCancel(ctx), l.rowKey(key)); err != nil {
+		l.log.Warn("release a rate-limit attempt", "limit", l.name, "err", err)
+	}
+}
+
 // reservation is one attempt taken from one limiter.
 type reservation struct {
-	l   *attemptLimiter
+	l   limiter
 	key limitKey
 }
 
 // reserveAll takes an attempt from every limiter, or from none: if one
-// refuses, those already taken are given back, and the limiter that
-// refused (so the answer can name it) and its wait are returned; refusedBy
-// is nil when every limiter agreed. release gives back all of them (after
-// a success).
-func reserveAll(rs ...reservation) (release func(), refusedBy *attemptLimiter, retryAfter time.Duration) {
+// refuses, or fails, those already taken are given back. A refusal returns
+// the limiter that refused (so the answer can name it) and its wait;
+// refusedBy is nil when every limiter agreed. A failure returns its error
+// (EUNAVAILABLE: the request must be refused with 503). release gives back
+// all of them (after a success).
+func reserveAll(ctx context.Context, rs ...reservation) (release func(), refusedBy limiter, retryAfter time.Duration, err error) {
 	for i, r := range rs {
-		if ok, wait := r.l.reserve(r.key); !ok {
+		ok, wait, err := r.l.take(ctx, r.key)
+		if err != nil || !ok {
 			for _, taken := range rs[:i] {
-				taken.l.release(taken.key)
+				taken.l.giveBack(ctx, taken.key)
 			}
-			return nil, r.l, wait
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			return nil, r.l, wait, nil
 		}
 	}
 	return func() {
 		for _, r := range rs {
-			r.l.release(r.key)
+			r.l.giveBack(ctx, r.key)
 		}
-	}, nil, 0
+	}, nil, 0, nil
 }
 
 // accountKey normalises a screen name the way the database compares them.

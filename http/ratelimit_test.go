@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"net/netip"
@@ -121,15 +122,38 @@ func TestKeyOfSeparatesParts(t *testing.T) {
 func TestReserveAllIsAllOrNothing(t *testing.T) {
 	a, b := newAttemptLimiter(5, time.Minute), newAttemptLimiter(1, time.Minute)
 	k := keyOf("k")
-	if _, refusedBy, _ := reserveAll(reservation{a, k}, reservation{b, k}); refusedBy != nil {
+	ctx := context.Background()
+	if _, refusedBy, _, err := reserveAll(ctx, reservation{a, k}, reservation{b, k}); refusedBy != nil || err != nil {
 		t.Fatal("first reservation refused")
 	}
-	if _, refusedBy, wait := reserveAll(reservation{a, k}, reservation{b, k}); refusedBy != b || wait <= 0 {
+	if _, refusedBy, wait, _ := reserveAll(ctx, reservation{a, k}, reservation{b, k}); refusedBy != b || wait <= 0 {
 		t.Fatal("second reservation allowed past b's limit of 1, or the refusal not named b")
 	}
 	// a gave back the attempt b refused: it holds only the first one.
 	if got := a.count(k); got != 1 {
 		t.Fatalf("a counts %d attempts, want 1", got)
+	}
+}
+
+// brokenLimiter cannot count: its store fails.
+type brokenLimiter struct{}
+
+func (brokenLimiter) take(context.Context, limitKey) (bool, time.Duration, error) {
+	return false, 0, errLimitUnavailable
+}
+func (brokenLimiter) giveBack(context.Context, limitKey) {}
+
+// TestReserveAllGivesBackOnError: a limiter that cannot count refuses
+// with its error (503), and the attempts already taken are given back.
+func TestReserveAllGivesBackOnError(t *testing.T) {
+	a := newAttemptLimiter(5, time.Minute)
+	k := keyOf("k")
+	release, refusedBy, _, err := reserveAll(context.Background(), reservation{a, k}, reservation{brokenLimiter{}, k})
+	if err == nil || release != nil || refusedBy != nil || loremnews.ErrorCode(err) != loremnews.EUNAVAILABLE {
+		t.Fatalf("release %v, refusedBy %v, err %v; want only an EUNAVAILABLE error", release != nil, refusedBy, err)
+	}
+	if got := a.count(k); got != 0 {
+		t.Fatalf("a counts %d attempts, want 0: the one taken was not given back", got)
 	}
 }
 

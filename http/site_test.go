@@ -65,6 +65,11 @@ type testSite struct {
 	db  loremnews.Database
 	ds  *seed.Dataset
 	srv *httptest.Server
+	// be, dsn and opt are how it was made, so another process's store
+	// and handler can be made on the same database (sibling).
+	be  backend
+	dsn string
+	opt siteOptions
 }
 
 type siteOptions struct {
@@ -90,19 +95,13 @@ func newTestSite(t testing.TB, be backend, opt siteOptions) *testSite {
 	if opt.users == 0 {
 		opt.users, opt.posts = 10, 20
 	}
-	var (
-		db  loremnews.Database
-		err error
-	)
+	var dsn string
 	if be == postgresBackend {
-		db, err = postgres.Open(context.Background(), postgres.Config{URL: pgtest.NewDatabase(t), WriterTimeout: opt.writerTimeout})
+		dsn = pgtest.NewDatabase(t)
 	} else {
-		db, err = sqlite.Open(context.Background(), sqlite.Config{DSN: filepath.Join(t.TempDir(), "site.sqlite3"), Profile: opt.profile, WriterTimeout: opt.writerTimeout})
+		dsn = filepath.Join(t.TempDir(), "site.sqlite3")
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := openStore(t, be, dsn, opt)
 	ds, err := seed.Generate(seed.Config{Users: opt.users, Posts: opt.posts, Seed: 3, BcryptCost: 4, Now: opt.now})
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +110,33 @@ func newTestSite(t testing.TB, be backend, opt siteOptions) *testSite {
 	if err := db.ImportDataset(context.Background(), ds); err != nil {
 		t.Fatal(err)
 	}
+	return &testSite{t: t, db: db, ds: ds, srv: serveStore(t, db, opt), be: be, dsn: dsn, opt: opt}
+}
+
+// openStore opens the database at dsn (a file, or a PostgreSQL URL),
+// closing it when the test ends.
+func openStore(t testing.TB, be backend, dsn string, opt siteOptions) loremnews.Database {
+	t.Helper()
+	var (
+		db  loremnews.Database
+		err error
+	)
+	if be == postgresBackend {
+		db, err = postgres.Open(context.Background(), postgres.Config{URL: dsn, WriterTimeout: opt.writerTimeout})
+	} else {
+		db, err = sqlite.Open(context.Background(), sqlite.Config{DSN: dsn, Profile: opt.profile, WriterTimeout: opt.writerTimeout})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// serveStore serves db through a new handler (opt.handler over the
+// defaults below) on a loopback port until the test ends.
+func serveStore(t testing.TB, db loremnews.Database, opt siteOptions) *httptest.Server {
+	t.Helper()
 	cfg := opt.handler
 	if cfg.BcryptCost == 0 {
 		cfg.BcryptCost = 4 // the seed's cost
@@ -130,7 +156,16 @@ func newTestSite(t testing.TB, be backend, opt siteOptions) *testSite {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &testSite{t: t, db: db, ds: ds, srv: srv}
+	return srv
+}
+
+// sibling is another process serving the site's database: a store of its
+// own opened on the same file or URL, and a handler of its own on it
+// (with the site's options). Its browsers see the same data set.
+func (s *testSite) sibling() *testSite {
+	s.t.Helper()
+	db := openStore(s.t, s.be, s.dsn, s.opt)
+	return &testSite{t: s.t, db: db, ds: s.ds, srv: serveStore(s.t, db, s.opt), be: s.be, dsn: s.dsn, opt: s.opt}
 }
 
 // browser is one visitor: a cookie jar and no automatic redirects, so

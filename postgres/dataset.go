@@ -20,9 +20,10 @@ func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
 // transaction, each table through one COPY fed row by row as the stream
 // yields (so memory stays flat however many rows come), then sets the
 // counter caches to the true counts and each id sequence past the largest id.
+// The rate limits' counters go too: the accounts they counted are gone.
 func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error {
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `TRUNCATE sessions, comments, posts, users RESTART IDENTITY`); err != nil {
+		if _, err := tx.Exec(ctx, `TRUNCATE sessions, comments, posts, users, rate_limits RESTART IDENTITY`); err != nil {
 			return err
 		}
 		// The look-alike keys are checked after dedupeKeys, below: a data

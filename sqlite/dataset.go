@@ -17,7 +17,8 @@ func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
 }
 
 // ImportStream replaces every row with the stream's (keeping their ids),
-// then sets the counter caches to the true counts. Each table's rows go
+// then sets the counter caches to the true counts. The rate limits'
+// counters go too: the accounts they counted are gone. Each table's rows go
 // through one prepared statement, so memory stays flat however many rows
 // come: SQLite spills the transaction's pages to the WAL, not to RAM.
 //
@@ -31,7 +32,7 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 	caller := ctx
 	err := db.write(ctx, func(ctx context.Context, tx execer) error {
 		for _, stmt := range []string{
-			`DELETE FROM comments`, `DELETE FROM posts`, `DELETE FROM sessions`, `DELETE FROM users`,
+			`DELETE FROM comments`, `DELETE FROM posts`, `DELETE FROM sessions`, `DELETE FROM users`, `DELETE FROM rate_limits`,
 			`DELETE FROM sqlite_sequence WHERE name IN ('users', 'posts', 'comments', 'sessions')`,
 		} {
 			if _, err := tx.Exec(ctx, stmt); err != nil {

@@ -38,6 +38,8 @@ func Run(t *testing.T, open Opener, except ...string) {
 		{"LookAlikes", testLookAlikes},
 		{"ConcurrentLookAlikes", testConcurrentLookAlikes},
 		{"ImportLookAlikes", testImportLookAlikes},
+		{"RateLimits", testRateLimits},
+		{"ConcurrentRateLimits", testConcurrentRateLimits},
 	} {
 		if slices.Contains(except, tc.name) {
 			continue

@@ -78,6 +78,7 @@ func TestRestartDropsNoRequest(t *testing.T) {
 
 	var w writes
 	loadDone := make(chan *load.Result, 1)
+	loadStart := time.Now()
 	go func() {
 		res, err := load.Run(ctx, load.Config{URL: url + "/benchmarking/balanced", Method: http.MethodPost, Concurrency: 20,
 			Duration: 20 * time.Second, DisableRedirects: true, OnResponse: w.note})
@@ -88,8 +89,8 @@ func TestRestartDropsNoRequest(t *testing.T) {
 	}()
 
 	type replacement struct {
-		took time.Duration
-		said string
+		from, took time.Duration // since the load started
+		said       string
 	}
 	var replacements []replacement
 	for range 3 {
@@ -106,7 +107,7 @@ func TestRestartDropsNoRequest(t *testing.T) {
 		if running(old) {
 			t.Fatalf("reload returned (%s) while the old process %d still runs", strings.TrimSpace(string(out)), old)
 		}
-		replacements = append(replacements, replacement{time.Since(start), strings.TrimSpace(string(out))})
+		replacements = append(replacements, replacement{start.Sub(loadStart), time.Since(start), strings.TrimSpace(string(out))})
 	}
 	res := <-loadDone
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
@@ -120,7 +121,16 @@ func TestRestartDropsNoRequest(t *testing.T) {
 		}
 	}
 	for i, r := range replacements {
-		t.Logf("replacement %d: `loremnews reload` took %v: %s", i+1, r.took.Round(time.Millisecond), r.said)
+		// The load's seconds that the reload overlapped, by completion time.
+		var ok, failed int64
+		first, last := int(r.from/time.Second), int((r.from+r.took)/time.Second)
+		for _, p := range res.Timeline {
+			if p.Second >= first && p.Second <= last {
+				ok, failed = ok+p.Successes, failed+p.Failures
+			}
+		}
+		t.Logf("replacement %d at %.2f s: `loremnews reload` took %v (%s); the load's seconds %d–%d around it: %d answered, %d failed",
+			i+1, r.from.Seconds(), r.took.Round(time.Millisecond), r.said, first, last, ok, failed)
 	}
 	t.Logf("load: %d requests in %v (%.0f/s), %d failed, statuses %v, errors %v", res.Requests, res.Elapsed.Round(time.Millisecond),
 		res.RequestsPerSec(), res.Failures, res.StatusCodes, res.Errors)
