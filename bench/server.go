@@ -65,10 +65,13 @@ func (s *server) stop() error {
 
 // scrape fetches the server's /metrics text.
 func (s *server) scrape() (string, error) {
-	if s.MetricsURL == "" {
-		return "", fmt.Errorf("bench: the server printed no metrics address")
+	url := s.MetricsURL
+	if url == "" {
+		// A build from before /metrics had a listener of its own (for
+		// --compare) served it on the site's address.
+		url = s.URL + "/metrics"
 	}
-	resp, err := http.Get(s.MetricsURL)
+	resp, err := http.Get(url)
 	if err != nil {
 		return "", err
 	}

@@ -37,8 +37,10 @@ func lockAccount(t *testing.T, site *testSite, name string, n int) {
 }
 
 // TestCurrentPasswordGuessesCountPerAccount: wrong current passwords sent
-// with a stolen session from 10 addresses, 5 each, are judged no further
-// than the account-wide limit of failed sign-ins (20), as sign-ins are.
+// with a stolen session (and its browser's device cookie) from 10
+// addresses, 5 each, are judged no further than the device cookie's own
+// limit (5) and then the account-wide limit of failed sign-ins (20), as
+// sign-ins are.
 func TestCurrentPasswordGuessesCountPerAccount(t *testing.T) {
 	forEachBackend(t, testCurrentPasswordGuessesCountPerAccount)
 }
@@ -55,8 +57,8 @@ func testCurrentPasswordGuessesCountPerAccount(t *testing.T, be backend) {
 			counts[thief.post(path, url.Values{"current_password": {fmt.Sprint("guess-", a, "-", i)}}).status]++
 		}
 	}
-	if counts[http.StatusUnprocessableEntity] != 20 || counts[http.StatusTooManyRequests] != 30 {
-		t.Fatalf("statuses %v: want 20 guesses judged (422) and 30 refused (429)", counts)
+	if counts[http.StatusUnprocessableEntity] != 25 || counts[http.StatusTooManyRequests] != 25 {
+		t.Fatalf("statuses %v: want 25 guesses judged (422: 5 on the device cookie, 20 on the account) and 25 refused (429)", counts)
 	}
 	// Sign-ins from new browsers are refused too: the account is at its limit.
 	newcomer := site.browser()
@@ -392,4 +394,78 @@ func testPostEditsPerAccount(t *testing.T, be backend) {
 	r = b.post(path, url.Values{"title": {"One edit too many"}})
 	wantStatus(t, r, http.StatusTooManyRequests)
 	wantBody(t, r, "You have saved the most post edits one account may in an hour (30). Try again in 60 minutes.")
+}
+
+// TestDeviceCookieHasALimitOfItsOwn: a device cookie spares its browser
+// the account-wide limit only for its own few wrong passwords (5 here):
+// a thief holding it, guessing from six addresses, gets 5 guesses on the
+// cookie, then the account's 3, then 429, where before every guess was
+// judged. The cookie stays locked, even for the right password; another
+// browser the owner signed in with still gets in.
+func TestDeviceCookieHasALimitOfItsOwn(t *testing.T) { forEachBackend(t, testDeviceCookieHasALimitOfItsOwn) }
+
+func testDeviceCookieHasALimitOfItsOwn(t *testing.T, be backend) {
+	site := proxiedSite(t, be, lnhttp.Config{SignInFailuresPerAccount: 3, SignInFailuresPerDevice: 5})
+	name := site.ds.Users[0].ScreenName
+	signInOut := func(b *browser) {
+		t.Helper()
+		wantRedirect(t, b.post("/signin", url.Values{"screen_name": {name}, "password": {seed.Password}}), "/")
+		wantRedirect(t, b.post("/signout", nil), "/")
+	}
+	laptop, phone := site.browser(), site.browser()
+	laptop.forwardedFor, phone.forwardedFor = "198.51.100.1", "198.51.100.2"
+	signInOut(laptop)
+	signInOut(phone)
+
+	var got []int
+	for i := range 30 {
+		laptop.forwardedFor = fmt.Sprintf("203.0.113.%d", 10+i%6) // under the limit per address (5)
+		got = append(got, laptop.post("/signin", url.Values{"screen_name": {name}, "password": {fmt.Sprint("guess-", i)}}).status)
+	}
+	judged := 0
+	for i, status := range got {
+		switch {
+		case status == http.StatusUnprocessableEntity && i == judged:
+			judged++
+		case status != http.StatusTooManyRequests:
+			t.Fatalf("guess %d: %d after %d judged; statuses %v", i+1, status, judged, got)
+		}
+	}
+	if judged != 5+3 {
+		t.Fatalf("%d guesses judged, want 8 (5 on the device cookie, 3 on the account); statuses %v", judged, got)
+	}
+	laptop.forwardedFor = "198.51.100.1"
+	wantStatus(t, laptop.post("/signin", url.Values{"screen_name": {name}, "password": {seed.Password}}), http.StatusTooManyRequests)
+	wantRedirect(t, phone.post("/signin", url.Values{"screen_name": {name}, "password": {seed.Password}}), "/")
+}
+
+// TestOwnerChangesPasswordDuringAnAttack: others' failed sign-ins, enough
+// to lock the account for new browsers, do not stop its owner, signed in
+// on a browser it knows, from changing the password or deleting the
+// account; the owner's own wrong current passwords still count.
+func TestOwnerChangesPasswordDuringAnAttack(t *testing.T) {
+	forEachBackend(t, testOwnerChangesPasswordDuringAnAttack)
+}
+
+func testOwnerChangesPasswordDuringAnAttack(t *testing.T, be backend) {
+	site := proxiedSite(t, be, lnhttp.Config{SignInFailuresPerAccount: 3, PasswordChecksPerAccount: 4})
+	u := site.ds.Users[0]
+	owner := site.browser()
+	owner.forwardedFor = "198.51.100.1"
+	owner.signIn(0)
+	lockAccount(t, site, u.ScreenName, 6) // past the account's failures (3) and its checks (4)
+	stranger := site.browser()
+	stranger.forwardedFor = "192.0.2.5"
+	wantStatus(t, stranger.post("/signin", url.Values{"screen_name": {u.ScreenName}, "password": {seed.Password}}), http.StatusTooManyRequests)
+
+	edit := fmt.Sprintf("/users/%d", u.ID)
+	wantStatus(t, owner.post(edit, url.Values{"screen_name": {u.ScreenName}, "about": {""}, "password": {"a new password!"},
+		"current_password": {"not it"}}), http.StatusUnprocessableEntity)
+	wantRedirect(t, owner.post(edit, url.Values{"screen_name": {u.ScreenName}, "about": {""}, "password": {"a new password!"},
+		"current_password": {seed.Password}}), "/users/")
+	// The new password set a new device cookie, bound to it: still known.
+	wantRedirect(t, owner.post(fmt.Sprintf("/users/%d/delete", u.ID), url.Values{"current_password": {"a new password!"}}), "/")
+	if _, err := site.db.FindUserByID(context.Background(), u.ID); loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
+		t.Fatalf("the account is still there: %v", err)
+	}
 }

@@ -96,15 +96,23 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		{h.addrFailures, keyOf("address", addr)},
 		{h.accountAddrFailures, keyOf("account+address", account, addr)},
 	}
-	known := u != nil && h.knownDevice(r, u)
+	// A browser the account knows (its device cookie) is held to the
+	// cookie's own limit instead of the account's, until it has used it.
+	known, releaseDevice, err := h.trustedDevice(r, u)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
 	if !known {
 		rs = append(rs, reservation{h.accountFailures, keyOf("account", account)})
 	}
 	// The password check is counted, whatever its outcome.
 	if refusedBy, wait, err := h.reserveCheck(r.Context(), account, addr, known); err != nil {
+		releaseDevice()
 		h.renderError(w, r, err)
 		return
 	} else if refusedBy != nil {
+		releaseDevice()
 		h.renderError(w, r, h.tooMany(w, refusedBy, wait, known))
 		return
 	}
@@ -112,9 +120,11 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	// sent at once cannot all be judged; a successful one is given back.
 	release, refusedBy, wait, err := reserveAll(r.Context(), rs...)
 	if err != nil {
+		releaseDevice()
 		h.renderError(w, r, err)
 		return
 	} else if refusedBy != nil {
+		releaseDevice()
 		h.renderError(w, r, h.tooMany(w, refusedBy, wait, known))
 		return
 	}
@@ -130,6 +140,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	release()
+	releaseDevice()
 	h.rehash(r, u, password)
 	if old := state(r).session; old != nil {
 		// Signing in again replaces this browser's session, whoever it was.
@@ -278,33 +289,48 @@ func (h *Handler) reserveCheck(ctx context.Context, account, addr string, knownD
 
 // checkPassword confirms that password is u's, for changes that need it
 // (a new password or screen name, deleting the account). Wrong guesses
-// count against the same limits as failed sign-ins, the account-wide one
-// included, so a stolen session gets no more guesses than sign-in gives,
-// from however many addresses.
+// count against the same limits as failed sign-ins: from a browser the
+// account knows, the device cookie's own limit, so others' failed
+// sign-ins cannot stop the owner from changing the password or deleting
+// the account; from any other browser (or one past its device limit),
+// the account-wide one, so a stolen session gets no more guesses than
+// sign-in gives, from however many addresses.
 func (h *Handler) checkPassword(w http.ResponseWriter, r *http.Request, u *loremnews.User, password string) error {
 	if password == "" {
 		return loremnews.Errorf(loremnews.EINVALID, "Enter your current password.")
 	}
-	addr := addrGroup(h.clientAddr(r))
-	if refusedBy, wait, err := h.reserveCheck(r.Context(), accountKey(u.ScreenName), addr, h.knownDevice(r, u)); err != nil {
-		return err
-	} else if refusedBy != nil {
-		return h.tooMany(w, refusedBy, wait, true)
-	}
-	release, refusedBy, wait, err := reserveAll(r.Context(),
-		reservation{h.addrFailures, keyOf("address", addr)},
-		reservation{h.accountAddrFailures, keyOf("account+address", accountKey(u.ScreenName), addr)},
-		reservation{h.accountFailures, keyOf("account", accountKey(u.ScreenName))},
-	)
+	addr, account := addrGroup(h.clientAddr(r)), accountKey(u.ScreenName)
+	known, releaseDevice, err := h.trustedDevice(r, u)
 	if err != nil {
 		return err
+	}
+	if refusedBy, wait, err := h.reserveCheck(r.Context(), account, addr, known); err != nil {
+		releaseDevice()
+		return err
 	} else if refusedBy != nil {
-		return h.tooMany(w, refusedBy, wait, true)
+		releaseDevice()
+		return h.tooMany(w, refusedBy, wait, known)
+	}
+	rs := []reservation{
+		{h.addrFailures, keyOf("address", addr)},
+		{h.accountAddrFailures, keyOf("account+address", account, addr)},
+	}
+	if !known {
+		rs = append(rs, reservation{h.accountFailures, keyOf("account", account)})
+	}
+	release, refusedBy, wait, err := reserveAll(r.Context(), rs...)
+	if err != nil {
+		releaseDevice()
+		return err
+	} else if refusedBy != nil {
+		releaseDevice()
+		return h.tooMany(w, refusedBy, wait, known)
 	}
 	if !h.checkDigest(r.Context(), u.PasswordDigest, password) {
 		return loremnews.Errorf(loremnews.EINVALID, "Your current password is not right.")
 	}
 	release()
+	releaseDevice()
 	return nil
 }
 

@@ -44,13 +44,18 @@ type Config struct {
 	// account (default 20); SignInFailuresPerAccount the failed sign-ins on
 	// one account from browsers that have not signed in to it before
 	// (default 20): a browser holding the account's device cookie is not
-	// held back by others' failures. Addresses are IPv4 addresses or IPv6
+	// held back by others' failures. SignInFailuresPerDevice is the wrong
+	// passwords a device cookie may try (default 5, sign-ins and current
+	// passwords together): past it, that browser is a stranger again, held
+	// to the account's limit, so a stolen cookie buys no more than that
+	// many guesses. Addresses are IPv4 addresses or IPv6
 	// /64s. Every limit of an account (here and below) is counted in the
 	// database, shared by every process serving it and kept across
 	// restarts; the limits of an address alone, in this process's memory.
 	SignInFailures           int
 	SignInFailuresPerIP      int
 	SignInFailuresPerAccount int
+	SignInFailuresPerDevice  int
 	SignInWindow             time.Duration
 	// PasswordChecksPerAccount and PasswordChecksPerIP bound the password
 	// checks (bcrypt, tens of milliseconds of CPU each) per SignInWindow,
@@ -123,6 +128,7 @@ type Handler struct {
 	accountAddrFailures limiter
 	addrFailures        limiter
 	accountFailures     limiter
+	deviceFailures      limiter // wrong passwords from one device cookie
 	accountChecks       limiter // password checks, whatever the outcome
 	addrChecks          limiter
 	addrSignUps         limiter
@@ -170,6 +176,9 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 	}
 	if cfg.SignInFailuresPerAccount <= 0 {
 		cfg.SignInFailuresPerAccount = 20
+	}
+	if cfg.SignInFailuresPerDevice <= 0 {
+		cfg.SignInFailuresPerDevice = 5
 	}
 	if cfg.PasswordChecksPerAccount <= 0 {
 		cfg.PasswordChecksPerAccount = 30
@@ -241,6 +250,7 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		accountAddrFailures: newDBLimiter(store, "sign-in failures per account and address", cfg.SignInFailures, cfg.SignInWindow, cfg.Logger),
 		addrFailures:        newAttemptLimiter(cfg.SignInFailuresPerIP, cfg.SignInWindow),
 		accountFailures:     newDBLimiter(store, "sign-in failures per account", cfg.SignInFailuresPerAccount, cfg.SignInWindow, cfg.Logger),
+		deviceFailures:      newDBLimiter(store, "wrong passwords per device cookie", cfg.SignInFailuresPerDevice, cfg.SignInWindow, cfg.Logger),
 		accountChecks:       newDBLimiter(store, "password checks per account", cfg.PasswordChecksPerAccount, cfg.SignInWindow, cfg.Logger),
 		addrChecks:          newAttemptLimiter(cfg.PasswordChecksPerIP, cfg.SignInWindow),
 		addrSignUps:         newAttemptLimiter(cfg.SignUpsPerIP, cfg.SignUpWindow),

@@ -191,8 +191,36 @@ func (h *Handler) clearCookie(w http.ResponseWriter, base string) {
 // so whoever takes the name after a rename or a deletion is not known to
 // this browser; the digest, so a new password forgets every browser.
 func (h *Handler) setDeviceCookie(w http.ResponseWriter, u *loremnews.User) {
-	id, issued := strconv.FormatInt(u.ID, 10), strconv.FormatInt(h.now().Unix(), 10)
+	// A random nonce makes each browser's cookie its own, even two set for
+	// one account in the same second: each has its own limit of wrong
+	// passwords (deviceFailures).
+	nonce := make([]byte, 9)
+	rand.Read(nonce)
+	id := strconv.FormatInt(u.ID, 10)
+	issued := strconv.FormatInt(h.now().Unix(), 10) + "." + base64.RawURLEncoding.EncodeToString(nonce)
 	h.setCookie(w, deviceCookie, id+"."+issued+"."+h.deviceMAC(id, issued, u.PasswordDigest), deviceCookieLifetime)
+}
+
+// trustedDevice takes one attempt from the device cookie's own limit when
+// the browser holds a valid one for u (knownDevice) that has attempts left,
+// and says whether the browser is then known: a device past its limit is a
+// stranger again. release gives the attempt back (after the right
+// password, or when the request is refused for another reason); it is a
+// no-op when nothing was taken.
+func (h *Handler) trustedDevice(r *http.Request, u *loremnews.User) (known bool, release func(), err error) {
+	release = func() {}
+	if u == nil || !h.knownDevice(r, u) {
+		return false, release, nil
+	}
+	c, _ := r.Cookie(h.cookieName(deviceCookie))
+	rel, refusedBy, _, err := reserveAll(r.Context(), reservation{h.deviceFailures, keyOf("device", c.Value)})
+	if err != nil {
+		return false, release, err
+	}
+	if refusedBy != nil {
+		return false, release, nil
+	}
+	return true, rel, nil
 }
 
 // knownDevice reports whether the browser holds a valid device cookie for
@@ -203,18 +231,25 @@ func (h *Handler) knownDevice(r *http.Request, u *loremnews.User) bool {
 	if err != nil {
 		return false
 	}
+	// id.issued.nonce.mac; a cookie set before nonces, id.issued.mac,
+	// stays good until it expires.
 	id, rest, _ := strings.Cut(c.Value, ".")
-	issued, mac, _ := strings.Cut(rest, ".")
+	cut := strings.LastIndexByte(rest, '.')
+	if cut < 0 {
+		return false
+	}
+	issued, mac := rest[:cut], rest[cut+1:]
 	if id != strconv.FormatInt(u.ID, 10) || subtle.ConstantTimeCompare([]byte(mac), []byte(h.deviceMAC(id, issued, u.PasswordDigest))) != 1 {
 		return false
 	}
-	sec, err := strconv.ParseInt(issued, 10, 64)
+	secs, _, _ := strings.Cut(issued, ".")
+	sec, err := strconv.ParseInt(secs, 10, 64)
 	return err == nil && h.now().Sub(time.Unix(sec, 0)) <= deviceCookieLifetime
 }
 
-// deviceMAC signs a device cookie's account id and time of issue, bound to
-// the account's password digest (never sent: the cookie holds only the
-// HMAC).
+// deviceMAC signs a device cookie's account id and time of issue (with its
+// nonce), bound to the account's password digest (never sent: the cookie
+// holds only the HMAC).
 func (h *Handler) deviceMAC(id, issued, passwordDigest string) string {
 	m := hmac.New(sha256.New, h.deviceKey)
 	m.Write([]byte(id + "." + issued + "."))
