@@ -402,7 +402,9 @@ func testPostEditsPerAccount(t *testing.T, be backend) {
 // cookie, then the account's 3, then 429, where before every guess was
 // judged. The cookie stays locked, even for the right password; another
 // browser the owner signed in with still gets in.
-func TestDeviceCookieHasALimitOfItsOwn(t *testing.T) { forEachBackend(t, testDeviceCookieHasALimitOfItsOwn) }
+func TestDeviceCookieHasALimitOfItsOwn(t *testing.T) {
+	forEachBackend(t, testDeviceCookieHasALimitOfItsOwn)
+}
 
 func testDeviceCookieHasALimitOfItsOwn(t *testing.T, be backend) {
 	site := proxiedSite(t, be, lnhttp.Config{SignInFailuresPerAccount: 3, SignInFailuresPerDevice: 5})

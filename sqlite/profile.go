@@ -7,11 +7,13 @@ import (
 	"github.com/loremnews/loremnews/sqlitedb"
 )
 
-// Profile names a connection setup: a set of sqlitedb options. Most are
-// the steps of the 2024 talk on SQLite in production web apps (its demo app
-// is the public repository fractaledmind/wrocloverb-2024, one branch per
-// step), rebuilt on Go's database/sql, so the experiment can show what each
-// step changes. Split, the default, is sqlitedb's defaults.
+// Profile names a connection setup. Most are the steps of the 2024 talk on
+// SQLite in production web apps (its demo app is the public repository
+// fractaledmind/wrocloverb-2024, one branch per step), rebuilt on Go's
+// database/sql, so the experiment can show what each step changes: naive,
+// enhanced, immediate and fair are baselines on database/sql and the
+// driver alone (baseline.go); split (the default), batch and durable are
+// sets of sqlitedb options.
 type Profile string
 
 const (
@@ -34,15 +36,16 @@ const (
 	// the upgrade failure cannot happen, and sets the production pragmas.
 	// Waiting writers still use SQLite's back-off busy handler.
 	ProfileImmediate Profile = "immediate"
-	// ProfileFair adds a first-come-first-served writer queue in the process
-	// (one goroutine runs every write, a transaction each; see package sqlitedb)
-	// and, for the lock between processes, polls at a constant 1 ms interval
-	// instead of SQLite's growing back-off, so no waiting writer is starved.
+	// ProfileFair makes the process's writes take turns in arrival order,
+	// first come, first served, each on its caller's goroutine and
+	// connection, and, for the lock between processes, polls at a constant
+	// 1 ms interval instead of SQLite's growing back-off, so no waiting
+	// writer is starved.
 	ProfileFair Profile = "fair"
-	// ProfileSplit (the default) is fair plus separate pools: several
-	// query_only connections for reads, taken in arrival order, and exactly
-	// one write connection, so a read never waits for a connection held by
-	// a writer.
+	// ProfileSplit (the default) is package sqlitedb: several query_only
+	// connections for reads, taken in arrival order, and exactly one write
+	// connection, on which one goroutine runs every write in arrival order,
+	// so a read never waits for a connection held by a writer.
 	ProfileSplit Profile = "split"
 	// ProfileBatch is split whose writers queue (first come, first served)
 	// for one goroutine that commits the writes queued at that moment
@@ -100,12 +103,12 @@ var railsPragmas = []sqlitedb.Pragma{
 //	  if timed_out then false else sleep(retry_interval); true end
 //	end
 //
-// The enhanced profile polls at that interval (sqlitedb.BusyPoll), around
+// The enhanced baseline polls at that interval (baseline.poll), around
 // BEGIN IMMEDIATE, the one statement where an IMMEDIATE writer meets the
 // lock. One difference: the gem gives up once count × 60 µs passes the
 // timeout, which, since each sleep overruns, is later than the timeout by
-// the clock at which sqlitedb gives up; at the 5 s timeout neither gives up
-// in the experiment.
+// the clock at which the baseline gives up; at the 5 s timeout neither
+// gives up in the experiment.
 const gemRetryInterval = 60 * time.Microsecond
 
 // setup is the profile's setup: sqlitedb's options, or a baseline on
