@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loremnews/loremnews"
 )
@@ -294,9 +295,31 @@ func userCommentRows(page *basePage, comments []*loremnews.Comment) rowList[*lor
 		h.markup(`</a> · `)
 		h.timeAgo(page.now, c.CreatedAt)
 		h.markup(`</div><div class="body">`)
-		h.paragraphs(c.Body)
+		h.paragraphs(bodyExcerpt(c.Body, userCommentExcerpt))
 		h.markup(`</div></li>`)
 	})
+}
+
+// bodyExcerpt is s if it has at most n characters, else its first n
+// characters, cut back to the last space or line break among the final 40
+// if there is one (so no word is cut in half), then "…"; its paragraphs
+// stay as they were.
+func bodyExcerpt(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	cut := 0
+	for i := range s {
+		if n == 0 {
+			cut = i
+			break
+		}
+		n--
+	}
+	if sp := strings.LastIndexAny(s[:cut], " \n"); sp > 0 && utf8.RuneCountInString(s[sp:cut]) <= 40 {
+		cut = sp
+	}
+	return strings.TrimRight(s[:cut], " \n") + "…"
 }
 
 // postCommentRows are a post's comments on its page: author, age, the

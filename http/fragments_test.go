@@ -12,8 +12,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/seed"
 )
 
 // The hand-written components must write what templ's { expr } and the
@@ -185,5 +187,33 @@ func TestNoUserTextAsMarkup(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// TestBodyExcerpt: a user's comments are listed as excerpts: a body of at
+// most n characters whole, a longer one cut at a space near n with "…",
+// its paragraphs kept; a seeded comment is never cut.
+func TestBodyExcerpt(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"one two three four", 10, "one two…"},
+		{"éééééééééééé", 5, "ééééé…"},
+		{"para one\n\npara two is long", 15, "para one\n\npara…"},
+		{strings.Repeat("x", 60), 50, strings.Repeat("x", 50) + "…"}, // no space near the cut: cut in the word
+	} {
+		if got := bodyExcerpt(tc.in, tc.n); got != tc.want {
+			t.Errorf("bodyExcerpt(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+	lorem := seed.NewLorem(1)
+	for range 20000 {
+		if p := lorem.Paragraph(); bodyExcerpt(p, userCommentExcerpt) != p {
+			t.Fatalf("a seeded comment of %d characters is cut", utf8.RuneCountInString(p))
+		}
 	}
 }

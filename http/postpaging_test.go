@@ -364,7 +364,8 @@ func testUserPageSizeBounded(t *testing.T, be backend) {
 			t.Fatal(err)
 		}
 	}
-	commentRow := rowMarkup + maxTitleHTML + maxBodyHTML
+	// A user's comments are listed as excerpts of 1,500 characters.
+	commentRow := rowMarkup + maxTitleHTML + maxTextHTML*1500 + len("…<p></p>")
 	postRow := rowMarkup + maxTitleHTML
 	bound := limit*(commentRow+postRow) + pageMarkup + 3*maxNameHTML + maxTextHTML*loremnews.MaxAboutLen + len("<p></p>")
 	b := site.browser()

@@ -12,6 +12,14 @@ import (
 // "More" links page on through the rest.
 const userPageLimit = 100
 
+// userCommentExcerpt is how many characters of each comment a list of a
+// user's comments shows (the rest is on the comment's post, a link away),
+// so that a page of them costs at most about 100 × 1,500 characters
+// however long the comments: an account's comments of 10,000 characters
+// would otherwise make its page megabytes. A seeded comment (at most 7
+// sentences of 15 words) is always shown whole.
+const userCommentExcerpt = 1500
+
 type userPage struct {
 	basePage
 	User                    *loremnews.User
