@@ -251,7 +251,10 @@ func runInterleaved(ctx context.Context, cfg Config) []*SetupResult {
 		results[i] = &SetupResult{Setup: s, SQLite: sqliteVersion(s.Binary)}
 		srv, err := freshServer(ctx, cfg, s, s.Name)
 		if err == nil {
-			before[i], err = srv.scrapeCounters()
+			if before[i], err = srv.scrapeCounters(); err != nil {
+				srv.stop() // started, but unusable: stop it, or it outlives the run
+				results[i].ServerLog = logTail(srv.logPath, 20)
+			}
 		}
 		if err != nil {
 			results[i].Error = err.Error()

@@ -272,6 +272,27 @@ func TestExecuteEndToEnd(t *testing.T) {
 		cfg.Interleave = interleave
 		t.Run(fmt.Sprintf("interleave=%v", interleave), func(t *testing.T) { checkExecute(t, cfg, &log) })
 	}
+	// A setup whose server starts but cannot be measured (its /metrics is
+	// off) fails alone, and its server is stopped, not left running.
+	t.Run("unmeasurable setup", func(t *testing.T) {
+		cfg := cfg
+		cfg.Setups = []Setup{{Name: "blind", Binary: bin, Profile: "split", ServeArgs: []string{"--metrics=false"}}, {Name: "split", Binary: bin, Profile: "split"}}
+		cfg.Interleave, cfg.Ceiling, cfg.Sweep, cfg.Scenarios = true, false, nil, nil
+		rep, err := Execute(context.Background(), cfg, "test")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, log.String())
+		}
+		if rep.Setups[0].Error == "" || rep.Setups[1].Error != "" || len(rep.Setups[1].Runs) != 1 {
+			t.Fatalf("blind: %q; split: %q, %d runs", rep.Setups[0].Error, rep.Setups[1].Error, len(rep.Setups[1].Runs))
+		}
+		db := dbPathFor(dir, cfg.Setups[0])
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(db)) && bytes.Contains(b, []byte("serve")) {
+				t.Errorf("the blind setup's server still runs: %s", p)
+			}
+		}
+	})
 	// SQLite and PostgreSQL side by side, PostgreSQL on a throw-away
 	// cluster Execute starts and stops itself.
 	t.Run("targets=sqlite,postgres", func(t *testing.T) {
