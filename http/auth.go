@@ -98,21 +98,26 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	// A browser the account knows (its device cookie) is held to the
 	// cookie's own limit instead of the account's, until it has used it.
+	// Its attempt stays taken only when the password is judged wrong.
 	known, releaseDevice, err := h.trustedDevice(r, u)
 	if err != nil {
 		h.renderError(w, r, err)
 		return
 	}
+	judgedWrong := false
+	defer func() {
+		if !judgedWrong {
+			releaseDevice()
+		}
+	}()
 	if !known {
 		rs = append(rs, reservation{h.accountFailures, keyOf("account", account)})
 	}
 	// The password check is counted, whatever its outcome.
 	if refusedBy, wait, err := h.reserveCheck(r.Context(), account, addr, known); err != nil {
-		releaseDevice()
 		h.renderError(w, r, err)
 		return
 	} else if refusedBy != nil {
-		releaseDevice()
 		h.renderError(w, r, h.tooMany(w, refusedBy, wait, known))
 		return
 	}
@@ -120,11 +125,9 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	// sent at once cannot all be judged; a successful one is given back.
 	release, refusedBy, wait, err := reserveAll(r.Context(), rs...)
 	if err != nil {
-		releaseDevice()
 		h.renderError(w, r, err)
 		return
 	} else if refusedBy != nil {
-		releaseDevice()
 		h.renderError(w, r, h.tooMany(w, refusedBy, wait, known))
 		return
 	}
@@ -136,11 +139,11 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !h.checkDigest(r.Context(), u.PasswordDigest, password) {
+		judgedWrong = true
 		fail(errBadCredentials)
 		return
 	}
 	release()
-	releaseDevice()
 	h.rehash(r, u, password)
 	if old := state(r).session; old != nil {
 		// Signing in again replaces this browser's session, whoever it was.
@@ -304,11 +307,15 @@ func (h *Handler) checkPassword(w http.ResponseWriter, r *http.Request, u *lorem
 	if err != nil {
 		return err
 	}
+	judgedWrong := false // the device's attempt stays taken only then
+	defer func() {
+		if !judgedWrong {
+			releaseDevice()
+		}
+	}()
 	if refusedBy, wait, err := h.reserveCheck(r.Context(), account, addr, known); err != nil {
-		releaseDevice()
 		return err
 	} else if refusedBy != nil {
-		releaseDevice()
 		return h.tooMany(w, refusedBy, wait, known)
 	}
 	rs := []reservation{
@@ -320,17 +327,15 @@ func (h *Handler) checkPassword(w http.ResponseWriter, r *http.Request, u *lorem
 	}
 	release, refusedBy, wait, err := reserveAll(r.Context(), rs...)
 	if err != nil {
-		releaseDevice()
 		return err
 	} else if refusedBy != nil {
-		releaseDevice()
 		return h.tooMany(w, refusedBy, wait, known)
 	}
 	if !h.checkDigest(r.Context(), u.PasswordDigest, password) {
+		judgedWrong = true
 		return loremnews.Errorf(loremnews.EINVALID, "Your current password is not right.")
 	}
 	release()
-	releaseDevice()
 	return nil
 }
 

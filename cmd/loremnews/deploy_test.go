@@ -283,29 +283,10 @@ func TestLitestreamToS3(t *testing.T) {
 	srv.signal(syscall.SIGTERM, 15*time.Second)
 	live := mustConsistent(t, dbPath)
 
-	// The replica lags by at most its sync interval (1 s): restore until
-	// it holds the live rows, each attempt into a file of its own.
-	var restored, lastTry string
-	attempt := 0
-	testenv.WaitFor(t, time.Minute, "the S3 replica to hold the live data", func() bool {
-		attempt++
-		path := filepath.Join(dir, fmt.Sprintf("restored-%d.sqlite3", attempt))
+	restored, attempt, lastTry := restoreUntilLive(t, dir, live, "the S3 replica", func(path string) ([]byte, error) {
 		cmd := exec.Command(litestream, "restore", "-config", kitFile(t, "litestream.yml"), "-o", path, dbPath)
 		cmd.Env = append(os.Environ(), env...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			lastTry = fmt.Sprintf("%v: %s", err, out)
-		} else if got := consistency(t, path); !got.OK() {
-			t.Errorf("restore %d is inconsistent: %+v", attempt, got)
-			return true
-		} else if [3]int{got.Users, got.Posts, got.Comments} != [3]int{live.Users, live.Posts, live.Comments} {
-			lastTry = fmt.Sprintf("users, posts, comments %d, %d, %d; live %+v", got.Users, got.Posts, got.Comments, live)
-		} else {
-			restored = path
-			return true
-		}
-		time.Sleep(500 * time.Millisecond)
-		return false
+		return cmd.CombinedOutput()
 	})
 	if t.Failed() {
 		t.Logf("last restore: %s\nlitestream:\n%s", lastTry, lastLines(lsLog.String(), 30))

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/internal/serveproc"
+	"github.com/loremnews/loremnews/internal/testenv"
 	"github.com/loremnews/loremnews/load"
 	"github.com/loremnews/loremnews/sqlite"
 )
@@ -226,40 +226,23 @@ func waitForLog(t *testing.T, path string, find func(string) (string, bool)) str
 
 // waitForPID waits up to 30 s for the pid file to name a process other
 // than old, and returns it.
-func waitForPID(t *testing.T, path string, old int) int {
+func waitForPID(t *testing.T, path string, old int) (pid int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, _ := os.ReadFile(path)
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid != old {
-			return pid
+	testenv.WaitFor(t, 30*time.Second, "the pid file "+path+" to name a new process", func() bool {
+		p, err := readPID(path)
+		if err == nil && p != old {
+			pid = p
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pid file %s still says %q after 30 s", path, b)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return pid != 0
+	})
+	return pid
 }
 
 // waitGone waits for process pid to exit (to be gone, or a zombie no one
 // has reaped yet), failing the test after within.
 func waitGone(t *testing.T, pid int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return
-		}
-		// The state follows the command name in parentheses.
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 && strings.HasPrefix(string(b[i+1:]), " Z") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs %v later", pid, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, within, fmt.Sprintf("process %d to exit", pid), func() bool { return !running(pid) })
 }
 
 // TestReloadThatFailsKeepsServing: when the new process cannot start (here
