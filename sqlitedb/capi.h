@@ -121,6 +121,10 @@ struct sqlite3_vfs {
 	const char *(*xNextSystemCall)(sqlite3_vfs *, const char *zName);
 };
 
+#define LITE_FCNTL_FILE_POINTER 7
+#define LITE_SYNC_NORMAL 0x00002
+int sqlite3_file_control(sqlite3 *, const char *zDbName, int op, void *);
+
 sqlite3_vfs *sqlite3_vfs_find(const char *zVfsName);
 int sqlite3_vfs_register(sqlite3_vfs *, int makeDflt);
 int lite_map_register(void); // mapvfs.c, unix only

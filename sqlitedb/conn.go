@@ -38,6 +38,17 @@ static void lite_unwatch_wal(sqlite3 *db, int *frames) {
 	free(frames);
 }
 
+// lite_sync_main flushes the main database file to disk, as SQLite does
+// after a checkpoint that copied the whole WAL (xSync of the connection's
+// own file object; the connection must be idle and used by one thread).
+static int lite_sync_main(sqlite3 *db) {
+	sqlite3_file *f = 0;
+	int rc = sqlite3_file_control(db, "main", LITE_FCNTL_FILE_POINTER, &f);
+	if (rc != LITE_OK) return rc;
+	if (!f || !f->pMethods) return LITE_ERROR;
+	return f->pMethods->xSync(f, LITE_SYNC_NORMAL);
+}
+
 static sqlite3 *lite_handle_from(sqlite3_int64 h) { return (sqlite3 *)(intptr_t)h; }
 
 static int lite_install(void) {
@@ -246,6 +257,21 @@ func watchWAL(ctx context.Context, conn *sql.Conn) (frames func() int, err error
 		return nil
 	})
 	return frames, err
+}
+
+// syncMain flushes the database file of conn's connection to disk, as
+// SQLite does at the end of a checkpoint that copied the whole WAL.
+func syncMain(conn *sql.Conn) error {
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*driverConn)
+		if !ok {
+			return fmt.Errorf("sqlitedb: syncMain needs a connection of a sqlitedb.DB, got %T", dc)
+		}
+		if rc := C.lite_sync_main(c.handle); rc != C.LITE_OK {
+			return &Error{Code: int(rc), Message: "sync the database file"}
+		}
+		return nil
+	})
 }
 
 // interruptOnDone interrupts the statement running on c, if any, when ctx

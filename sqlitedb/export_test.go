@@ -20,3 +20,12 @@ func RxForTest(conn *sql.Conn) *Rx { return &Rx{conn: conn} }
 func TxForTest(conn *sql.Conn) *Tx { return &Tx{Rx{conn: conn}} }
 
 var MappedFiles = mappedFiles
+
+// SetWALFinishFramesForTest sets the WAL's size, in frames, from which
+// the writer of a DB opened afterwards takes its finishing step after a
+// background checkpoint (12,000 otherwise), and returns a function that
+// restores it.
+func SetWALFinishFramesForTest(n int64) (restore func()) {
+	was := walFinishFrames.Swap(n)
+	return func() { walFinishFrames.Store(was) }
+}

@@ -185,17 +185,30 @@ func faultWrites(t *testing.T, db *sqlitedb.DB) map[int]error {
 // the package's checkpointer, which copies the WAL into the file from its
 // own connection, and the commit of the next one, once that checkpoint
 // ended, runs the writer's own finishing checkpoint.
-func faultCheckpointWrites(t *testing.T, db *sqlitedb.DB) map[int]error {
+//
+// With held, a read holds a snapshot of the WAL as it was opened until
+// that checkpoint has run, so it cannot copy write 0's frames: the
+// checkpointer then flushes the file from its own connection (the step a
+// complete checkpoint leaves to SQLite), and write 1's finishing
+// checkpoint copies the rest.
+func faultCheckpointWrites(t *testing.T, db *sqlitedb.DB, held bool) map[int]error {
 	t.Helper()
 	results := map[int]error{}
+	release := func() {}
+	if held {
+		release = faultHoldSnapshot(t, db)
+	}
 	woken := false
 	for k := range 2 {
 		results[k] = db.Write(context.Background(), faultWrite(k))
 		if results[k] == nil && !woken {
 			woken = true
 			waitFor(t, "the checkpointer's checkpoint", func() bool { return db.Stats().Checkpoints.Background > 0 })
+			release()
+			release = func() {}
 		}
 	}
+	release()
 	return results
 }
 
@@ -266,6 +279,7 @@ type faultCase struct {
 	n           int  // 0: no fault, only count
 	persistent  bool // every call from the nth on, not the nth alone
 	checkpoint  bool // faultCheckpointWrites, and Close, with the fault armed
+	held        bool // faultCheckpointWrites with a snapshot held
 }
 
 func (c faultCase) String() string {
@@ -321,7 +335,7 @@ func faultRun(t *testing.T, template string, c faultCase) faultOutcome {
 	}
 	var results map[int]error
 	if c.checkpoint {
-		results = faultCheckpointWrites(t, db)
+		results = faultCheckpointWrites(t, db, c.held)
 	} else {
 		results = faultWrites(t, db)
 	}
@@ -500,13 +514,18 @@ func TestFaultWrites(t *testing.T) {
 
 // Checkpoints lose nothing acknowledged, whichever of their calls to the
 // disk fails: the package's checkpointer copying a WAL of 1,000 frames from
-// its own connection, the writer's finishing checkpoint after it, and
+// its own connection (and, when a reader's snapshot keeps it from copying
+// everything, flushing the file itself), the writer's finishing checkpoint
+// after it, and
 // Close's, which truncates the WAL, with every read, write, sync,
 // truncation and size query failing in turn, transient or persistent. Close
 // may report the failure; the file, opened again, holds every acknowledged
 // write and none that failed.
 func TestFaultCheckpoint(t *testing.T) {
 	faultUse(t, "sqlitedb")
+	// The writer's finishing step once the WAL holds 1,000 frames, not
+	// 12,000, so each position copies a small WAL.
+	defer sqlitedb.SetWALFinishFramesForTest(1000)()
 	template := faultTemplate(t, 1000)
 	kinds := []faultvfs.Kind{faultvfs.Read, faultvfs.Write, faultvfs.Full, faultvfs.Sync, faultvfs.Truncate, faultvfs.FileSize}
 	for _, m := range faultModes {
@@ -515,6 +534,8 @@ func TestFaultCheckpoint(t *testing.T) {
 			faultSweep(t, template, c, kinds, false)
 			c.modeName, c.dsn = m.name+", synchronous=FULL", "&_pragma=synchronous(FULL)"
 			faultSweep(t, template, c, []faultvfs.Kind{faultvfs.Sync, faultvfs.Truncate}, false)
+			c = faultCase{groupCommit: m.groupCommit, modeName: m.name + ", a snapshot held", checkpoint: true, held: true}
+			faultSweep(t, template, c, []faultvfs.Kind{faultvfs.Sync, faultvfs.Write}, false)
 		})
 	}
 }
