@@ -124,9 +124,9 @@ func newCheckpointer(conn, writeDB *sql.DB, frames func() int) *checkpointer {
 //
 //   - when the WAL has grown walCheckpointFrames past what was last copied,
 //     it wakes the checkpointer;
-//   - when a background checkpoint has ended and the WAL holds
-//     walFinishFrames, it runs one more PASSIVE checkpoint itself, which
-//     copies only the frames committed since. A checkpoint from another
+//   - at the first commit after a background checkpoint ended, if the WAL
+//     holds walFinishFrames, it runs one more PASSIVE checkpoint itself,
+//     which copies only the frames committed since. A checkpoint from another
 //     connection never catches up with a busy writer, and SQLite starts
 //     the WAL over from its beginning only once every frame is copied;
 //     without this step the WAL would grow until walHardLimit;
@@ -154,7 +154,9 @@ func (c *checkpointer) committed() {
 			// later, not at the next commit.
 			c.nextRestart = n + walCheckpointFrames
 		}
-	case n >= c.finishFrames && c.finish.Swap(false):
+	case c.finish.Swap(false) && n >= c.finishFrames:
+		// Right after a background catch-up, not at any later commit:
+		// then only the frames of its last moments are left to copy.
 		c.inline.Add(1)
 		c.checkpointOn(context.Background(), c.writeDB, "PASSIVE")
 	case n-copied >= walCheckpointFrames:
