@@ -212,7 +212,7 @@ func (b *Benchmark) ListPosts(ctx context.Context, limit int) (int64, []*loremne
 			from += rand.Int64N(hi.Int64 - lo.Int64 + 1)
 		}
 		var err error
-		posts, err = queryPosts(ctx, q, `WHERE p.id >= ? ORDER BY p.id LIMIT ?`, from, limit)
+		posts, err = queryPosts(ctx, q, fromIDTail, from, limit)
 		return err
 	})
 	if err != nil {

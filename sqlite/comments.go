@@ -13,14 +13,12 @@ import (
 )
 
 // queryComments lists comments with their authors and their post's id and
-// title; tail is the WHERE/ORDER/LIMIT part. UpdatedAt is left zero: no
-// page shows it.
+// title (the comment's copies of them); tail is the WHERE/ORDER/LIMIT
+// part. UpdatedAt is left zero: no page shows it.
 func queryComments(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Comment, error) {
 	rows, err := q.Query(ctx, `SELECT c.id, c.post_id, c.user_id, c.body, c.created_at,
-			p.title, u.screen_name
-		FROM comments c
-		JOIN posts p ON p.id = c.post_id
-		JOIN users u ON u.id = c.user_id `+tail, args...)
+			c.post_title, c.author_name
+		FROM comments c `+tail, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +62,11 @@ func (db *DB) insertComment(ctx context.Context, tx execer, postID, userID int64
 		return nil, err
 	}
 	now := db.now()
-	res, err = tx.Exec(ctx, `INSERT INTO comments (post_id, user_id, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+	// The author's screen name and the post's title are copied in (see
+	// migration 0007); no such user leaves '' and fails the foreign key.
+	res, err = tx.Exec(ctx, `INSERT INTO comments (post_id, user_id, body, created_at, updated_at, author_name, post_title)
+		VALUES (?1, ?2, ?3, ?4, ?5, coalesce((SELECT screen_name FROM users WHERE id = ?2), ''),
+			coalesce((SELECT title FROM posts WHERE id = ?1), ''))`,
 		postID, userID, in.Body, nanotime.Value(now), nanotime.Value(now))
 	if isForeignKeyViolation(err) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")

@@ -56,8 +56,10 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 		}); err != nil {
 			return fmt.Errorf("users: %w", err)
 		}
-		if err := insertEach(ctx, caller, tx, `INSERT INTO posts (id, user_id, title, title_key, description, published_at, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, s.Posts, func(p *loremnews.Post, again bool) []any {
+		// Posts and comments copy their author's screen name and their
+		// post's title (migration 0007) from the rows inserted before them.
+		if err := insertEach(ctx, caller, tx, `INSERT INTO posts (id, user_id, title, title_key, description, published_at, created_at, updated_at, author_name)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, coalesce((SELECT screen_name FROM users WHERE id = ?2), ''))`, s.Posts, func(p *loremnews.Post, again bool) []any {
 			key := loremnews.ConfusableKey(p.Title)
 			if again {
 				key = lookAlikeKey(key, p.ID)
@@ -66,8 +68,9 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 		}); err != nil {
 			return fmt.Errorf("posts: %w", err)
 		}
-		if err := insertEach(ctx, caller, tx, `INSERT INTO comments (id, post_id, user_id, body, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, s.Comments, once(func(c *loremnews.Comment) []any {
+		if err := insertEach(ctx, caller, tx, `INSERT INTO comments (id, post_id, user_id, body, created_at, updated_at, author_name, post_title)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, coalesce((SELECT screen_name FROM users WHERE id = ?3), ''),
+				coalesce((SELECT title FROM posts WHERE id = ?2), ''))`, s.Comments, once(func(c *loremnews.Comment) []any {
 			return []any{c.ID, c.PostID, c.UserID, c.Body, nanotime.Value(c.CreatedAt), nanotime.Value(c.UpdatedAt)}
 		})); err != nil {
 			return fmt.Errorf("comments: %w", err)
@@ -167,8 +170,9 @@ const counterChunk = 1000
 type Consistency = loremnews.Consistency
 
 // CheckConsistency checks the file's integrity, that no row references a
-// missing parent, and that every counter cache equals the true count. It is
-// for tests and operators (it reads every row), not for the request path.
+// missing parent, that every counter cache equals the true count, and that
+// every copy of a screen name or a title equals its original. It is for
+// tests and operators (it reads every row), not for the request path.
 func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, error) {
 	var c loremnews.Consistency
 	err := db.read(ctx, func(ctx context.Context, q querier) error {
@@ -189,9 +193,12 @@ func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, erro
 		return q.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM users u WHERE u.posts_count <> (SELECT count(*) FROM posts p WHERE p.user_id = u.id)),
 			(SELECT count(*) FROM posts p WHERE p.comments_count <> (SELECT count(*) FROM comments c WHERE c.post_id = p.id)),
+			(SELECT count(*) FROM posts p WHERE p.author_name IS NOT (SELECT screen_name FROM users u WHERE u.id = p.user_id) COLLATE BINARY)
+				+ (SELECT count(*) FROM comments c WHERE c.author_name IS NOT (SELECT screen_name FROM users u WHERE u.id = c.user_id) COLLATE BINARY
+					OR c.post_title IS NOT (SELECT title FROM posts p WHERE p.id = c.post_id)),
 			(SELECT count(*) FROM users), (SELECT count(*) FROM posts),
 			(SELECT count(*) FROM comments), (SELECT count(*) FROM sessions)`).Scan(
-			&c.WrongPostsCounts, &c.WrongCommentCounts, &c.Users, &c.Posts, &c.Comments, &c.Sessions)
+			&c.WrongPostsCounts, &c.WrongCommentCounts, &c.WrongCopies, &c.Users, &c.Posts, &c.Comments, &c.Sessions)
 	})
 	if err != nil {
 		return c, fmt.Errorf("check consistency: %w", err)

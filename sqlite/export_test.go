@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"io"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -107,9 +108,8 @@ func (db *DB) PageCount(tb testing.TB) int {
 // listingTail is PostsBefore's WHERE/ORDER/LIMIT, and listingSQL the whole
 // statement queryPosts builds from it, for the binding benchmark.
 const (
-	listingTail = `WHERE p.id < ? ORDER BY p.id DESC LIMIT ?`
-	listingSQL  = `SELECT ` + postSummaryColumns + `, ` + authorColumns + `
-		FROM posts p JOIN users u ON u.id = p.user_id ` + listingTail
+	listingTail = frontPageTail
+	listingSQL  = postsListingSQL + listingTail
 )
 
 // ListingThroughDriver reads the same rows on the same kind of connection
@@ -125,7 +125,7 @@ func (db *DB) ListingThroughDriver(ctx context.Context, rx *sqlitedb.Rx, beforeI
 			return err
 		}
 		defer rows.Close()
-		dest := make([]driver.Value, 7)
+		dest := make([]driver.Value, 6)
 		for {
 			if err := rows.Next(dest); err == io.EOF {
 				return nil
@@ -140,8 +140,8 @@ func (db *DB) ListingThroughDriver(ctx context.Context, rx *sqlitedb.Rx, beforeI
 			p.CommentsCount = int(n)
 			nanos, _ := dest[4].(int64)
 			p.CreatedAt = time.Unix(0, nanos).UTC()
-			p.Author.ID, _ = dest[5].(int64)
-			p.Author.ScreenName, _ = dest[6].(string)
+			p.Author.ID = p.UserID
+			p.Author.ScreenName, _ = dest[5].(string)
 			posts = append(posts, p)
 		}
 	})
@@ -164,9 +164,10 @@ func (db *DB) ListingThroughSQL(ctx context.Context, rx *sqlitedb.Rx, beforeID i
 	var posts []*loremnews.Post
 	for rows.Next() {
 		p := &loremnews.Post{Author: &loremnews.User{}}
-		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, nanotime.Into(&p.CreatedAt), &p.Author.ID, &p.Author.ScreenName); err != nil {
+		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, nanotime.Into(&p.CreatedAt), &p.Author.ScreenName); err != nil {
 			return nil, err
 		}
+		p.Author.ID = p.UserID
 		posts = append(posts, p)
 	}
 	return posts, rows.Err()
@@ -186,4 +187,18 @@ func MigrationSQL(name string) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// ListingStatements are the statements of the listings, by what they
+// list, each with arguments to plan it with.
+var ListingStatements = map[string]struct {
+	SQL  string
+	Args []any
+}{
+	"front page":             {postsListingSQL + frontPageTail, []any{int64(500), 100}},
+	"posts from an id":       {postsListingSQL + fromIDTail, []any{int64(500), 100}},
+	"a user's posts":         {userPostsSQL, []any{int64(5), int64(math.MaxInt64), 100}},
+	"a user's comments":      {userCommentsSQL, []any{int64(5), int64(math.MaxInt64), 100}},
+	"a user's comment count": {userCommentCountSQL, []any{int64(5)}},
+	"a post's comments":      {postCommentsSQL, []any{int64(5), int64(math.MaxInt64), 20}},
 }

@@ -29,10 +29,10 @@ func scanPost(s scanner, extra ...any) (*loremnews.Post, error) {
 	return &p, nil
 }
 
-// authorColumns is what pages show of an author: listings select only
-// these, not the whole user row (every extra column is copied out of SQLite
-// for each of up to 100 rows).
-const authorColumns = `u.id, u.screen_name`
+// authorColumns is what pages show of a post's author: its id and the
+// copy of its screen name the post keeps (migration 0007), so no page
+// joins users for it.
+const authorColumns = `p.user_id, p.author_name`
 
 // scanPostWithAuthor scans postColumns followed by authorColumns.
 func scanPostWithAuthor(s scanner) (*loremnews.Post, error) {
@@ -45,12 +45,29 @@ func scanPostWithAuthor(s scanner) (*loremnews.Post, error) {
 	return p, nil
 }
 
+// The listings' statements (ListingPlans checks their query plans).
+const (
+	postsListingSQL = `SELECT ` + postSummaryColumns + `, p.author_name FROM posts p `
+	frontPageTail   = `WHERE p.id < ? ORDER BY p.id DESC LIMIT ?`
+	fromIDTail      = `WHERE p.id >= ? ORDER BY p.id LIMIT ?`
+	userPostsSQL    = `SELECT ` + postSummaryColumns + ` FROM posts p
+		WHERE p.user_id = ? AND p.id < ? ORDER BY p.id DESC LIMIT ?`
+	// Each comment's copy of its post's title: the rows come from one
+	// range of index_comments_on_user_id, not a post's page each.
+	userCommentsSQL = `SELECT c.id, c.post_id, c.body, c.created_at, c.post_title
+		FROM comments c
+		WHERE c.user_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`
+	userCommentCountSQL = `SELECT count(*) FROM comments WHERE user_id = ?`
+	postCommentsSQL     = `SELECT c.id, c.user_id, c.body, c.created_at, c.author_name
+		FROM comments c
+		WHERE c.post_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`
+)
+
 // queryPosts lists post summaries (id, author, title, comment count,
-// creation time) with their authors' ids and screen names;
-// tail is the WHERE/ORDER/LIMIT part.
+// creation time) with their authors' ids and screen names, all from
+// index_posts_listing; tail is the WHERE/ORDER/LIMIT part.
 func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Post, error) {
-	rows, err := q.Query(ctx, `SELECT `+postSummaryColumns+`, `+authorColumns+`
-		FROM posts p JOIN users u ON u.id = p.user_id `+tail, args...)
+	rows, err := q.Query(ctx, postsListingSQL+tail, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -59,9 +76,10 @@ func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*lo
 	for rows.Next() {
 		p := &loremnews.Post{Author: &loremnews.User{}}
 		var created int64
-		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &created, &p.Author.ID, &p.Author.ScreenName); err != nil {
+		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &created, &p.Author.ScreenName); err != nil {
 			return nil, err
 		}
+		p.Author.ID = p.UserID
 		p.CreatedAt = nanotime.Time(created)
 		posts = append(posts, p)
 	}
@@ -70,7 +88,7 @@ func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*lo
 
 func findPost(ctx context.Context, q querier, id int64) (*loremnews.Post, error) {
 	p, err := scanPostWithAuthor(q.QueryRow(ctx, `SELECT `+postColumns+`, `+authorColumns+`
-		FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id = ?`, id))
+		FROM posts p WHERE p.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "Post not found.")
 	}
@@ -94,8 +112,11 @@ func (db *DB) insertPost(ctx context.Context, tx execer, userID int64, in loremn
 	now := db.now()
 	// title_key's unique index refuses a look-alike of a taken title (a
 	// double space, another case, a Cyrillic е) as it refuses the title.
-	res, err := tx.Exec(ctx, `INSERT INTO posts (user_id, title, title_key, description, published_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, userID, in.Title, loremnews.ConfusableKey(in.Title), in.Description,
+	// The author's screen name is copied in (see migration 0007); no
+	// such user leaves it '' and fails the foreign key.
+	res, err := tx.Exec(ctx, `INSERT INTO posts (user_id, title, title_key, description, published_at, created_at, updated_at, author_name)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, coalesce((SELECT screen_name FROM users WHERE id = ?1), ''))`,
+		userID, in.Title, loremnews.ConfusableKey(in.Title), in.Description,
 		nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
 	if isUniqueViolation(err) {
 		return nil, errTitleTaken
@@ -182,7 +203,7 @@ func deletePost(ctx context.Context, tx execer, id int64) error {
 func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
 	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
-		posts, err = queryPosts(ctx, q, `WHERE p.id < ? ORDER BY p.id DESC LIMIT ?`, beforeID, limit)
+		posts, err = queryPosts(ctx, q, frontPageTail, beforeID, limit)
 		return err
 	})
 	if err != nil {
@@ -260,14 +281,12 @@ func wasDeleted(ctx context.Context, q querier, table string, id int64, notFound
 }
 
 // queryPostComments lists at most limit of a post's comments with
-// id < beforeID, newest first, with their authors: a range of
-// index_comments_on_post_id, read no further than the page. Every row is
-// on post p, so it does not join posts again. SQLite reads a negative
-// LIMIT as no limit at all, so one is made 0.
+// id < beforeID, newest first, with their authors' screen names (each
+// comment's copy): a range of index_comments_on_post_id, read no further
+// than the page, and nothing else. SQLite reads a negative LIMIT as no
+// limit at all, so one is made 0.
 func queryPostComments(ctx context.Context, q querier, p *loremnews.Post, beforeID int64, limit int) ([]*loremnews.Comment, error) {
-	rows, err := q.Query(ctx, `SELECT c.id, c.user_id, c.body, c.created_at, u.screen_name
-		FROM comments c JOIN users u ON u.id = c.user_id
-		WHERE c.post_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`, p.ID, beforeID, max(limit, 0))
+	rows, err := q.Query(ctx, postCommentsSQL, p.ID, beforeID, max(limit, 0))
 	if err != nil {
 		return nil, err
 	}

@@ -211,7 +211,7 @@ func userPage(ctx context.Context, q querier, id int64, limit int) (*loremnews.U
 	}
 	// A range count of the user's entries in index_comments_on_user_id,
 	// whose first pages the listing above has just read.
-	err = q.QueryRow(ctx, `SELECT count(*) FROM comments WHERE user_id = ?`, id).Scan(&u.CommentsCount)
+	err = q.QueryRow(ctx, userCommentCountSQL, id).Scan(&u.CommentsCount)
 	return u, posts, comments, err
 }
 
@@ -260,8 +260,7 @@ func findAuthor(ctx context.Context, q querier, id int64) (*loremnews.User, erro
 }
 
 func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Post, error) {
-	rows, err := q.Query(ctx, `SELECT `+postSummaryColumns+` FROM posts p
-		WHERE p.user_id = ? AND p.id < ? ORDER BY p.id DESC LIMIT ?`, author.ID, beforeID, limit)
+	rows, err := q.Query(ctx, userPostsSQL, author.ID, beforeID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -280,9 +279,7 @@ func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, befo
 }
 
 func queryUserComments(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
-	rows, err := q.Query(ctx, `SELECT c.id, c.post_id, c.body, c.created_at, p.title
-		FROM comments c JOIN posts p ON p.id = c.post_id
-		WHERE c.user_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`, author.ID, beforeID, limit)
+	rows, err := q.Query(ctx, userCommentsSQL, author.ID, beforeID, limit)
 	if err != nil {
 		return nil, err
 	}

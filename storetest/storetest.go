@@ -24,6 +24,7 @@ func Run(t *testing.T, open Opener, except ...string) {
 		{"Users", testUsers},
 		{"Posts", testPosts},
 		{"Comments", testComments},
+		{"Renames", testRenames},
 		{"Sessions", testSessions},
 		{"SessionLimits", testSessionLimits},
 		{"ChangePassword", testChangePassword},
