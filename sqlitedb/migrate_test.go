@@ -143,3 +143,30 @@ func TestMigrateConcurrentOpens(t *testing.T) {
 		t.Fatalf("%d books, want 1: the seed migration ran more than once", n)
 	}
 }
+
+// A migration sorts and journals in temporary files, not memory (a
+// rebuilt index of a large table would otherwise need memory the size of
+// the index), and the connection's temp_store is back as it was after.
+func TestMigrateUsesTemporaryFiles(t *testing.T) {
+	fsys := fstest.MapFS{
+		"migrations/0001_probe.sql": {Data: []byte(`CREATE TABLE probe AS SELECT temp_store FROM pragma_temp_store;`)},
+	}
+	db, err := openMigrated(t, filepath.Join(t.TempDir(), "m.db"), fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var during, after int
+	err = db.Write(context.Background(), func(ctx context.Context, tx *sqlitedb.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT temp_store FROM probe`).Scan(&during); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `PRAGMA temp_store`).Scan(&after)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during != 1 || after != 2 {
+		t.Errorf("temp_store %d during the migration and %d after it, want 1 (FILE), then 2 (MEMORY, the default pragmas')", during, after)
+	}
+}
