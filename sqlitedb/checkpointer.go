@@ -35,7 +35,7 @@ import (
 // disk is busy writing them back. So the background does all it can
 // before it (catchUp: passes until few frames are left, each pass's pages
 // flushed as it goes), and the writer takes the step only once the WAL
-// holds walFinishFrames frames, a dozen background checkpoints, not after
+// holds walFinishFrames frames, forty background checkpoints, not after
 // each one.
 //
 // Two bounds keep the WAL from growing without end when the checkpointer
@@ -84,9 +84,9 @@ const (
 	// walCheckpointFrames is when a commit wakes the checkpointer: SQLite's
 	// own default for wal_autocheckpoint, in pages.
 	walCheckpointFrames = 1000
-	// walHardLimit is when the writer checkpoints itself: ~78 MiB,
+	// walHardLimit is when the writer checkpoints itself: ~235 MiB,
 	// reached only if the checkpointer falls far behind.
-	walHardLimit = 20 * walCheckpointFrames
+	walHardLimit = 60 * walCheckpointFrames
 	// checkpointIdle is how long writes must have stopped before the WAL
 	// is truncated.
 	checkpointIdle = 2 * time.Second
@@ -103,13 +103,14 @@ const (
 )
 
 // walFinishFrames is the WAL's size from which the writer takes the
-// finishing step after a background checkpoint: ~47 MiB of 4 KiB pages,
-// below journal_size_limit's default here (64 MiB), so the WAL file is
+// finishing step after a background checkpoint: ~157 MiB of 4 KiB pages,
+// below journal_size_limit's default here (256 MiB), so the WAL file is
 // reused as it is when it starts over, never cut and grown again. A
-// variable only so that tests of the finishing step need not write 47 MiB.
+// variable only so that tests of the finishing step need not write that
+// much.
 var walFinishFrames atomic.Int64
 
-func init() { walFinishFrames.Store(12 * walCheckpointFrames) }
+func init() { walFinishFrames.Store(40 * walCheckpointFrames) }
 
 func newCheckpointer(conn, writeDB *sql.DB, frames func() int) *checkpointer {
 	c := &checkpointer{conn: conn, writeDB: writeDB, frames: frames, finishFrames: walFinishFrames.Load(), wake: make(chan struct{}, 1),

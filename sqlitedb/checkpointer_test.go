@@ -20,7 +20,7 @@ const pageSize = 4096
 // checkpoints inline: a WAL that reaches it is one the checkpointer did
 // not keep small. (How far below it the WAL stays depends on how long a
 // checkpoint takes on the machine, while writes go on.)
-const walHardLimit = 20000
+const walHardLimit = 60000
 
 // readUntilStopped runs read in a loop on n goroutines until the returned
 // function is called, which waits for them; a failed read fails the test.
@@ -87,7 +87,7 @@ func walRestarts(t *testing.T, path string) uint32 {
 }
 
 // With no reader in the way, the background checkpoints keep the WAL
-// copied as it grows, and once it holds 12,000 frames the few frames the
+// copied as it grows, and once it holds 40,000 frames the few frames the
 // writer copies after the next one complete it, and the next write starts
 // the WAL over from its beginning: one finishing step a cycle, and the WAL
 // never gets near the hard limit. SQLite's automatic checkpoints are off
@@ -95,9 +95,9 @@ func walRestarts(t *testing.T, path string) uint32 {
 func TestCheckpointerStartsTheWALOver(t *testing.T) {
 	db, path := openDB(t, nil)
 	mustExec(t, db, `CREATE TABLE t (seq INTEGER PRIMARY KEY AUTOINCREMENT, n INTEGER NOT NULL, body BLOB)`)
-	// About four frames a write: some 40,000 frames in all, which would
-	// make a WAL of 160 MB if it never started over.
-	const writes = 10000
+	// About four frames a write: some 128,000 frames in all, which would
+	// make a WAL of 500 MB if it never started over.
+	const writes = 32000
 	largest, restarts := writeRows(t, db, path, writes)
 	s := db.Stats().Checkpoints
 	t.Logf("largest WAL seen: %d bytes; started over %d times; checkpoints %+v", largest, restarts, s)
@@ -143,7 +143,7 @@ func TestCheckpointerKeepsTheWALSmall(t *testing.T) {
 		time.Sleep(100 * time.Microsecond)
 		return err
 	})
-	const writes = 10000
+	const writes = 32000
 	largest, restarts := writeRows(t, db, path, writes)
 	stopReaders()
 

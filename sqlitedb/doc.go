@@ -52,11 +52,11 @@
 //     (PASSIVE), not inside the commit that takes the WAL past 1,000 pages
 //     while every queued writer waits. Each copies in passes until only a
 //     few pages are left, and flushes what it wrote as it goes. Once the
-//     WAL holds 12,000 pages, the writer copies inline the few pages
+//     WAL holds 40,000 pages, the writer copies inline the few pages
 //     committed since the last one, so the WAL starts over: that step
-//     fsyncs both files while writes wait, so it comes once per ~47 MiB of
-//     WAL, not after every checkpoint. If readers never pause and the WAL
-//     reaches 20,000 pages anyway, the writer runs one RESTART checkpoint,
+//     fsyncs both files while writes wait, so it comes once per ~157 MiB
+//     of WAL, not after every checkpoint. If readers never pause and the
+//     WAL reaches 60,000 pages anyway, the writer runs one RESTART checkpoint,
 //     which waits up to 20 ms for the readers of older snapshots. Once
 //     writes stop for 2 s the WAL is truncated to zero bytes.
 //   - Pages are copied from a memory map, not read with a system call. In

@@ -23,7 +23,7 @@ var MappedFiles = mappedFiles
 
 // SetWALFinishFramesForTest sets the WAL's size, in frames, from which
 // the writer of a DB opened afterwards takes its finishing step after a
-// background checkpoint (12,000 otherwise), and returns a function that
+// background checkpoint (40,000 otherwise), and returns a function that
 // restores it.
 func SetWALFinishFramesForTest(n int64) (restore func()) {
 	was := walFinishFrames.Swap(n)

@@ -524,7 +524,7 @@ func TestFaultWrites(t *testing.T) {
 func TestFaultCheckpoint(t *testing.T) {
 	faultUse(t, "sqlitedb")
 	// The writer's finishing step once the WAL holds 1,000 frames, not
-	// 12,000, so each position copies a small WAL.
+	// 40,000, so each position copies a small WAL.
 	defer sqlitedb.SetWALFinishFramesForTest(1000)()
 	template := faultTemplate(t, 1000)
 	kinds := []faultvfs.Kind{faultvfs.Read, faultvfs.Write, faultvfs.Full, faultvfs.Sync, faultvfs.Truncate, faultvfs.FileSize}

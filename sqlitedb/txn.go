@@ -305,7 +305,7 @@ type WriterStats struct {
 type CheckpointStats struct {
 	Background int64 // PASSIVE checkpoints from the checkpointer's own connection
 	Inline     int64 // PASSIVE checkpoints the writer ran itself, to finish a background one
-	Restarts   int64 // RESTART checkpoints the writer ran past 20,000 WAL pages (the checkpointer fell behind, or readers never paused)
+	Restarts   int64 // RESTART checkpoints the writer ran past 60,000 WAL pages (the checkpointer fell behind, or readers never paused)
 	Truncates  int64 // TRUNCATE checkpoints once writes stopped
 	Errors     int64 // checkpoints that failed (tried again at the next signal)
 }
