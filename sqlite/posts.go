@@ -29,25 +29,26 @@ func scanPost(s scanner, extra ...any) (*loremnews.Post, error) {
 	return &p, nil
 }
 
-// authorColumns is what pages show of a post's author: its id and the
-// copy of its screen name the post keeps (migration 0007), so no page
-// joins users for it.
-const authorColumns = `p.user_id, p.author_name`
+// authorColumns is what pages show of a post's author besides its id
+// (p.user_id): the copy of its screen name the post keeps (migration
+// 0007), so no page joins users for it.
+const authorColumns = `p.author_name`
 
 // scanPostWithAuthor scans postColumns followed by authorColumns.
 func scanPostWithAuthor(s scanner) (*loremnews.Post, error) {
 	var u loremnews.User
-	p, err := scanPost(s, &u.ID, &u.ScreenName)
+	p, err := scanPost(s, &u.ScreenName)
 	if err != nil {
 		return nil, err
 	}
+	u.ID = p.UserID
 	p.Author = &u
 	return p, nil
 }
 
 // The listings' statements (ListingPlans checks their query plans).
 const (
-	postsListingSQL = `SELECT ` + postSummaryColumns + `, p.author_name FROM posts p `
+	postsListingSQL = `SELECT ` + postSummaryColumns + `, ` + authorColumns + ` FROM posts p `
 	frontPageTail   = `WHERE p.id < ? ORDER BY p.id DESC LIMIT ?`
 	fromIDTail      = `WHERE p.id >= ? ORDER BY p.id LIMIT ?`
 	userPostsSQL    = `SELECT ` + postSummaryColumns + ` FROM posts p

@@ -30,9 +30,9 @@ import (
 // writer, so the writer itself copies the last few frames (the finishing
 // step, see committed), and that step, like SQLite's own, fsyncs the WAL
 // and the database file while every writer waits. Its cost is the fsyncs,
-// not the frames: 4–5 ms with a database of 17 MB, 15–20 ms and once
-// 0.8 s with one of 1.8 GB, where every frame is a page of its own and the
-// disk is busy writing them back. So the background does all it can
+// not the frames: 4–5 ms with a database of 17 MB, 15–100 ms and once
+// 0.8 s with one of 1.8 GB, where the pages it copied are scattered over
+// the file. So the background does all it can
 // before it (catchUp: passes until few frames are left, each pass's pages
 // flushed as it goes), and the writer takes the step only once the WAL
 // holds walFinishFrames frames, forty background checkpoints, not after

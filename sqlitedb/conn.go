@@ -242,11 +242,7 @@ func (c *driverConn) bind(s *C.sqlite3_stmt, args []any) error {
 // take the WAL past wal_autocheckpoint pages: the caller checkpoints
 // instead, from another connection.
 func watchWAL(ctx context.Context, conn *sql.Conn) (frames func() int, err error) {
-	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(*driverConn)
-		if !ok {
-			return fmt.Errorf("sqlitedb: watchWAL needs a connection of a sqlitedb.DB, got %T", dc)
-		}
+	err = onOwnConn(conn, "watchWAL", func(c *driverConn) error {
 		if c.walFrames == nil {
 			if c.walFrames = C.lite_watch_wal(c.handle); c.walFrames == nil {
 				return errors.New("sqlitedb: watchWAL: out of memory")
@@ -262,15 +258,23 @@ func watchWAL(ctx context.Context, conn *sql.Conn) (frames func() int, err error
 // syncMain flushes the database file of conn's connection to disk, as
 // SQLite does at the end of a checkpoint that copied the whole WAL.
 func syncMain(conn *sql.Conn) error {
-	return conn.Raw(func(dc any) error {
-		c, ok := dc.(*driverConn)
-		if !ok {
-			return fmt.Errorf("sqlitedb: syncMain needs a connection of a sqlitedb.DB, got %T", dc)
-		}
+	return onOwnConn(conn, "syncMain", func(c *driverConn) error {
 		if rc := C.lite_sync_main(c.handle); rc != C.LITE_OK {
 			return &Error{Code: int(rc), Message: "sync the database file"}
 		}
 		return nil
+	})
+}
+
+// onOwnConn runs fn on conn's driver connection, which must be one the
+// package opened; what names the caller in the error if it is not.
+func onOwnConn(conn *sql.Conn, what string, fn func(*driverConn) error) error {
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*driverConn)
+		if !ok {
+			return fmt.Errorf("sqlitedb: %s needs a connection of a sqlitedb.DB, got %T", what, dc)
+		}
+		return fn(c)
 	})
 }
 
