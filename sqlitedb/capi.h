@@ -58,6 +58,25 @@ void sqlite3_interrupt(sqlite3 *db);
 int sqlite3_extended_errcode(sqlite3 *db);
 sqlite3_int64 sqlite3_changes64(sqlite3 *db);
 sqlite3_int64 sqlite3_last_insert_rowid(sqlite3 *db);
+void *sqlite3_commit_hook(sqlite3 *db, int (*xCallback)(void *), void *pArg);
+void *sqlite3_rollback_hook(sqlite3 *db, void (*xCallback)(void *), void *pArg);
+int sqlite3_db_config(sqlite3 *db, int op, ...);
+#define LITE_DBCONFIG_NO_CKPT_ON_CLOSE 1006
+
+// lite_hooks is what a connection's commit and rollback hooks (conn.go)
+// share with the Go side, which reads and sets it between statements on
+// the goroutine that has the connection.
+typedef struct lite_hooks {
+	// The commit hook lets a commit through only while this is 1; with 0
+	// it turns the commit into a rollback (the statement fails with
+	// SQLITE_CONSTRAINT_COMMITHOOK).
+	int allow_commit;
+	// rollbacks counts the transactions rolled back on the connection,
+	// whoever ended them: a ROLLBACK, or SQLite on its own after an error.
+	unsigned int rollbacks;
+} lite_hooks;
+#define LITE_IOERR_FSYNC (10 | (4 << 8))
+#define LITE_IOERR_DIR_FSYNC (10 | (5 << 8))
 void *sqlite3_wal_hook(sqlite3 *db, int (*xCallback)(void *, sqlite3 *, const char *, int), void *pArg);
 
 // The VFS interface (sqlite3.h's definitions, version 3), for mapvfs.c.

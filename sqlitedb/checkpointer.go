@@ -2,10 +2,14 @@
 
 package sqlitedb
 
+// #include "capi.h"
+import "C"
+
 import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,10 +78,53 @@ type checkpointer struct {
 	// tried after one that readers held up.
 	nextRestart int64
 	truncates   atomic.Int64 // TRUNCATE checkpoints when idle
-	// broken is set when flushing the database file failed: the
-	// background checkpoints stop (see sync).
-	broken atomic.Bool
-	errors atomic.Int64 // checkpoints that failed (retried on the next signal)
+	// stopped is set when a sync of the database file failed: from then on
+	// no checkpoint of this DB runs (see failStop).
+	stopped *failStop
+	errors  atomic.Int64 // checkpoints that failed (retried on the next signal)
+}
+
+// failStop is the first failed sync of a DB's database file, after which
+// no checkpoint of the DB may complete, until the database is opened
+// again.
+//
+// Linux reports a failed write-back once to each open descriptor, and may
+// drop the pages it could not write: a later fsync returns success although
+// they never reached the disk. A checkpoint that completed after that would
+// let the WAL start over (or be truncated, or deleted at close) above
+// database pages that are not on disk, and the rows in them would be lost
+// for good, as PostgreSQL lost data before it made such a failure fatal.
+// So once a sync fails, the background checkpoints, the writer's, Close's
+// and SQLite's own at close all stop, and the WAL keeps every frame. Reads
+// and writes go on. The next open of the file, once no other process has
+// it open, rebuilds the WAL's index from the file and copies every frame
+// again. Stats, Close and the log say so.
+type failStop struct {
+	path  string
+	first atomic.Pointer[error]
+}
+
+// err is the failure, wrapping ErrSyncFailed, or nil.
+func (f *failStop) err() error {
+	if p := f.first.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// set records a failed sync; the first one is logged.
+func (f *failStop) set(err error) {
+	e := fmt.Errorf("%w: %w", ErrSyncFailed, err)
+	if f.first.CompareAndSwap(nil, &e) {
+		slog.Error("sqlitedb: a sync of the database file failed: checkpoints are stopped and the WAL keeps every frame until the database is opened again",
+			"path", f.path, "err", err)
+	}
+}
+
+// isSyncError reports whether err says a sync of a file failed.
+func isSyncError(err error) bool {
+	code := ErrorCode(err)
+	return code == C.LITE_IOERR_FSYNC || code == C.LITE_IOERR_DIR_FSYNC
 }
 
 const (
@@ -112,8 +159,8 @@ var walFinishFrames atomic.Int64
 
 func init() { walFinishFrames.Store(40 * walCheckpointFrames) }
 
-func newCheckpointer(conn, writeDB *sql.DB, frames func() int) *checkpointer {
-	c := &checkpointer{conn: conn, writeDB: writeDB, frames: frames, finishFrames: walFinishFrames.Load(), wake: make(chan struct{}, 1),
+func newCheckpointer(conn, writeDB *sql.DB, frames func() int, stopped *failStop) *checkpointer {
+	c := &checkpointer{conn: conn, writeDB: writeDB, frames: frames, stopped: stopped, finishFrames: walFinishFrames.Load(), wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c
@@ -139,6 +186,9 @@ func (c *checkpointer) committed() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lastCommit.Store(time.Now().UnixNano())
+	if c.stopped.err() != nil {
+		return
+	}
 	n := int64(c.frames())
 	copied := c.copied.Load()
 	if n < copied { // the WAL started over since
@@ -178,7 +228,7 @@ func (c *checkpointer) run() {
 		case <-c.stop:
 			return
 		case <-c.wake:
-			if c.broken.Load() {
+			if c.stopped.err() != nil {
 				continue
 			}
 			c.catchUp()
@@ -194,7 +244,7 @@ func (c *checkpointer) run() {
 			c.finish.Store(true)
 		case <-idle.C:
 			last := c.lastCommit.Load()
-			if last != truncatedAt && time.Since(time.Unix(0, last)) >= checkpointIdle && !c.broken.Load() {
+			if last != truncatedAt && time.Since(time.Unix(0, last)) >= checkpointIdle && c.stopped.err() == nil {
 				c.checkpoint("TRUNCATE")
 				c.truncates.Add(1)
 				truncatedAt = last
@@ -234,12 +284,8 @@ func (c *checkpointer) catchUp() {
 }
 
 // sync flushes the database file from the checkpointer's connection and
-// reports whether it did. A failure stops the background checkpoints for
-// good: Linux reports a failed write-back to one fsync per descriptor, so
-// a complete checkpoint on this connection could later sync "successfully"
-// and let the WAL start over above pages that never reached the disk. The
-// writer's own checkpoints sync on its descriptor, which still sees the
-// error, so they fail instead, and the WAL keeps every frame.
+// reports whether it did. A failure stops every checkpoint of the DB (see
+// failStop).
 func (c *checkpointer) sync() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -250,10 +296,19 @@ func (c *checkpointer) sync() bool {
 	}
 	if err != nil {
 		c.errors.Add(1)
-		c.broken.Store(true)
+		c.stopped.set(err)
 		return false
 	}
 	return true
+}
+
+// failed counts a checkpoint that failed with err, and stops every
+// checkpoint if a sync failed in it.
+func (c *checkpointer) failed(err error) {
+	c.errors.Add(1)
+	if isSyncError(err) {
+		c.stopped.set(err)
+	}
 }
 
 func (c *checkpointer) checkpoint(mode string) (log, copied int64, ok bool) {
@@ -269,8 +324,11 @@ func (c *checkpointer) checkpointOn(ctx context.Context, db *sql.DB, mode string
 	// busy is 1 when a reader's snapshot kept some frames from being
 	// copied: not a failure, copied says how far it got.
 	var busy int64
+	if c.stopped.err() != nil {
+		return 0, 0, false
+	}
 	if err := db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &log, &copied); err != nil {
-		c.errors.Add(1)
+		c.failed(err)
 		return 0, 0, false
 	}
 	if copied < 0 {
@@ -305,7 +363,7 @@ func (c *checkpointer) restart() bool {
 	defer conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, was))
 	var busy, log, copied int64
 	if err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &log, &copied); err != nil {
-		c.errors.Add(1)
+		c.failed(err)
 		return false
 	}
 	if copied >= 0 {

@@ -51,6 +51,31 @@ static int lite_sync_main(sqlite3 *db) {
 
 static sqlite3 *lite_handle_from(sqlite3_int64 h) { return (sqlite3 *)(intptr_t)h; }
 
+static int lite_commit_hook(void *p) { return ((lite_hooks *)p)->allow_commit ? 0 : 1; }
+static void lite_rollback_hook(void *p) { ((lite_hooks *)p)->rollbacks++; }
+
+static lite_hooks *lite_set_hooks(sqlite3 *db) {
+	lite_hooks *h = calloc(1, sizeof(lite_hooks));
+	if (!h) return 0;
+	h->allow_commit = 1;
+	sqlite3_commit_hook(db, lite_commit_hook, h);
+	sqlite3_rollback_hook(db, lite_rollback_hook, h);
+	return h;
+}
+
+static void lite_unset_hooks(sqlite3 *db, lite_hooks *h) {
+	sqlite3_commit_hook(db, 0, 0);
+	sqlite3_rollback_hook(db, 0, 0);
+	free(h);
+}
+
+// lite_no_checkpoint_on_close keeps SQLite from checkpointing the WAL
+// into the database file when this connection, the last to the file,
+// closes.
+static int lite_no_checkpoint_on_close(sqlite3 *db) {
+	return sqlite3_db_config(db, LITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)0);
+}
+
 static int lite_install(void) {
 	return sqlite3_auto_extension((void (*)(void))lite_register_handle_func);
 }
@@ -99,6 +124,13 @@ type driverConn struct {
 	// walFrames, once watchWAL has set it, is where the WAL hook stores the
 	// WAL's size in frames after each commit on this connection.
 	walFrames *C.int
+	// hooks is what the connection's commit and rollback hooks share with
+	// the handles and the writer: whether a commit may go through, and
+	// how many transactions were rolled back (see txnMark).
+	hooks *C.lite_hooks
+	// stopped, if set, is the DB's fail-stop: once a sync of the database
+	// file has failed, Close keeps SQLite from checkpointing at close.
+	stopped *failStop
 }
 
 // newDriverConn wraps a connection go-sqlite3 opened after installOnce.
@@ -116,7 +148,11 @@ func newDriverConn(c *sqlite3.SQLiteConn) (*driverConn, error) {
 	if !ok || h == 0 {
 		return nil, fmt.Errorf("sqlitedb: read the connection handle: got %v", v[0])
 	}
-	return &driverConn{SQLiteConn: c, handle: C.lite_handle_from(C.sqlite3_int64(h)), stmts: map[string]*C.sqlite3_stmt{}}, nil
+	dc := &driverConn{SQLiteConn: c, handle: C.lite_handle_from(C.sqlite3_int64(h)), stmts: map[string]*C.sqlite3_stmt{}}
+	if dc.hooks = C.lite_set_hooks(dc.handle); dc.hooks == nil {
+		return nil, errors.New("sqlitedb: set the connection's hooks: out of memory")
+	}
+	return dc, nil
 }
 
 // SQLiteConnOf is go-sqlite3's connection.
@@ -129,6 +165,16 @@ func (c *driverConn) Close() error {
 		c.walFrames = nil
 	}
 	c.finalizeStatements()
+	if c.stopped != nil && c.stopped.err() != nil {
+		// The last connection to close would checkpoint and sync
+		// "successfully" over pages whose write-back was lost: the WAL
+		// must keep every frame for the next open to copy again.
+		C.lite_no_checkpoint_on_close(c.handle)
+	}
+	if c.hooks != nil { // unset first: a close SQLite defers could call them later
+		C.lite_unset_hooks(c.handle, c.hooks)
+		c.hooks = nil
+	}
 	return c.SQLiteConn.Close()
 }
 
@@ -280,7 +326,8 @@ func onOwnConn(conn *sql.Conn, what string, fn func(*driverConn) error) error {
 
 // interruptOnDone interrupts the statement running on c, if any, when ctx
 // ends, until the function it returns is called; that function returns
-// once no interrupt can come any more, so none reaches a later statement.
+// once no interrupt can come any more, so none reaches a later statement,
+// and may be called again.
 // A ctx that never ends costs nothing.
 func (c *driverConn) interruptOnDone(ctx context.Context) (stop func()) {
 	if ctx.Done() == nil {
@@ -292,10 +339,12 @@ func (c *driverConn) interruptOnDone(ctx context.Context) (stop func()) {
 		C.sqlite3_interrupt(h)
 		close(fired)
 	})
-	return func() {
-		if !stopWatch() {
+	stopped := false
+	return func() { // idempotent: a deferred call may follow a direct one
+		if !stopped && !stopWatch() {
 			<-fired
 		}
+		stopped = true
 	}
 }
 

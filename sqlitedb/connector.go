@@ -18,6 +18,9 @@ import (
 type connector struct {
 	dsn    string
 	driver *sqlite3.SQLiteDriver
+	// stopped is the DB's fail-stop, given to each connection it opens
+	// (nil outside a DB).
+	stopped *failStop
 }
 
 // newConnector returns a connector for sql.OpenDB that opens d's file with
@@ -96,6 +99,7 @@ func (c *connector) Connect(context.Context) (driver.Conn, error) {
 		dc.Close()
 		return nil, err
 	}
+	conn.stopped = c.stopped
 	return conn, nil
 }
 

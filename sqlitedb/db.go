@@ -32,6 +32,7 @@ type DB struct {
 
 	writer       *writer
 	checkpointer *checkpointer
+	stopped      *failStop // set once a sync of the database file failed
 
 	busyRetries atomic.Int64 // BEGINs retried after SQLITE_BUSY
 	busyErrors  atomic.Int64 // SQLITE_BUSY errors returned to callers
@@ -69,11 +70,11 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 	if err := prepareDir(d.path); err != nil {
 		return nil, err
 	}
-	db := &DB{path: d.path, opts: o, pragmas: pragmas, dsn: d}
+	db := &DB{path: d.path, opts: o, pragmas: pragmas, dsn: d, stopped: &failStop{path: d.path}}
 
 	// Writes poll for SQLite's lock themselves (whileBusy): SQLite's
 	// busy timeout is 0 on the write connection.
-	db.writeDB = sql.OpenDB(newConnector(d, 0, o.Timeout, pragmas, o.StatementCache, o.SQLiteVFS))
+	db.writeDB = sql.OpenDB(db.connector(0, pragmas, o.StatementCache))
 	// Exactly one write connection: SQLite allows one writer at a time
 	// anyway, and a second connection would only wait on the lock.
 	db.writeDB.SetMaxOpenConns(1)
@@ -82,7 +83,7 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 	// SQLite's own busy handler is fine here: in WAL mode a reader waits
 	// only on crash recovery, never on a writer.
 	readPragmas := mergePragmas(pragmas, []Pragma{{"query_only", "ON"}})
-	db.readDB = sql.OpenDB(newConnector(d, o.Timeout, o.Timeout, readPragmas, o.StatementCache, o.SQLiteVFS))
+	db.readDB = sql.OpenDB(db.connector(o.Timeout, readPragmas, o.StatementCache))
 	db.readDB.SetMaxOpenConns(o.ReadConns)
 	db.readDB.SetMaxIdleConns(o.ReadConns)
 	db.readers = make(chan struct{}, o.ReadConns)
@@ -113,8 +114,18 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 	if o.GroupCommit {
 		batch = groupCommitBatch
 	}
-	db.writer = newWriter(db, batch)
+	db.writer = newWriter(writerConfig{pool: db.writeDB, timeout: o.Timeout, maxBatch: batch, owner: db,
+		onWait: o.OnWriteWait, committed: db.checkpointer.committed, busyRetries: &db.busyRetries})
 	return db, nil
+}
+
+// connector is newConnector for the DB's file and VFS, with a busy timeout
+// of busy (SQLite waits up to Options.Timeout while a new connection sets
+// its pragmas), whose connections share the DB's fail-stop.
+func (db *DB) connector(busy time.Duration, pragmas []Pragma, stmtCache int) *connector {
+	c := newConnector(db.dsn, busy, db.opts.Timeout, pragmas, stmtCache, db.opts.SQLiteVFS)
+	c.stopped = db.stopped
+	return c
 }
 
 // setup runs Options.Setup on the write connection with SQLite's busy
@@ -157,11 +168,11 @@ func (db *DB) startCheckpointer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ckdb := sql.OpenDB(newConnector(db.dsn, 0, db.opts.Timeout, db.pragmas, -1, db.opts.SQLiteVFS))
+	ckdb := sql.OpenDB(db.connector(0, db.pragmas, -1))
 	ckdb.SetMaxOpenConns(1)
 	ckdb.SetMaxIdleConns(1)
 	ckdb.SetConnMaxLifetime(0)
-	db.checkpointer = newCheckpointer(ckdb, db.writeDB, frames)
+	db.checkpointer = newCheckpointer(ckdb, db.writeDB, frames, db.stopped)
 	return nil
 }
 
@@ -193,8 +204,15 @@ func (db *DB) Close() error {
 			errs = append(errs, fmt.Errorf("optimize: %w", err))
 		}
 		// TRUNCATE leaves a zero-length WAL, so the file is complete on its
-		// own (a copy of it alone is the whole database).
-		if _, err := db.writeDB.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		// own (a copy of it alone is the whole database) — unless a sync of
+		// the file failed: then the WAL keeps every frame, and the
+		// connections close without SQLite's own checkpoint (failStop).
+		if err := db.stopped.err(); err != nil {
+			errs = append(errs, fmt.Errorf("%w (the WAL keeps every frame; the next open copies them again)", err))
+		} else if _, err := db.writeDB.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			if isSyncError(err) {
+				db.stopped.set(err)
+			}
 			errs = append(errs, fmt.Errorf("checkpoint: %w", err))
 		}
 		errs = append(errs, db.closePools())
@@ -227,7 +245,7 @@ func (db *DB) Backup(ctx context.Context, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("sqlitedb: backup: %w", err)
 	}
-	conn := sql.OpenDB(newConnector(db.dsn, db.opts.Timeout, db.opts.Timeout, db.pragmas, -1, db.opts.SQLiteVFS))
+	conn := sql.OpenDB(db.connector(db.opts.Timeout, db.pragmas, -1))
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
 		os.Remove(path)

@@ -25,6 +25,18 @@ var (
 	// its turn or its connection, and did not run. errors.Is(err,
 	// context.DeadlineExceeded) is true for it too.
 	ErrTimeout error = timeoutError{}
+	// ErrRolledBack: SQLite rolled the transaction back on its own, after
+	// an error that ends a transaction (an interrupted write statement, a
+	// full disk, an I/O error, out of memory). Nothing of it was
+	// committed; the statements after it were refused, not run outside it.
+	ErrRolledBack = errors.New("sqlitedb: SQLite rolled the transaction back; nothing of it is committed")
+	// ErrSyncFailed: a sync of the database file failed, so pages the
+	// process wrote to it may never have reached the disk (Linux reports a
+	// lost write-back once, then forgets it). From then on no checkpoint
+	// of this DB completes, so the WAL keeps every frame: reads and writes
+	// go on, and opening the database again copies the whole WAL again.
+	// Close reports it; Stats().Checkpoints.Stopped says so meanwhile.
+	ErrSyncFailed = errors.New("sqlitedb: a sync of the database file failed; checkpoints are stopped until the database is opened again")
 )
 
 type timeoutError struct{}

@@ -26,10 +26,66 @@ import (
 //
 // A statement that begins, commits or ends a transaction (BEGIN, COMMIT,
 // END, ROLLBACK but ROLLBACK TO) is refused: the transaction is Read's and
-// Write's to end. Savepoints are fine. SQLite's errors come back as
+// Write's to end. Savepoints are fine. Once SQLite has rolled the
+// transaction back on its own (it does after an interrupted write
+// statement, a full disk, some I/O errors), every further statement is
+// refused with ErrRolledBack, so none runs, and commits, outside it. SQLite's errors come back as
 // *Error, wrapped with ctx's error if ctx ended meanwhile.
 type Rx struct {
 	conn *sql.Conn // nil once the function it was given to returned
+	txn  txnMark   // the transaction its statements belong to
+}
+
+// txnMark tells whether the transaction a handle was given in is still
+// open on its connection. SQLite rolls a transaction back on its own after
+// some errors (an interrupted write statement, a full disk, an I/O error,
+// out of memory), and the statements after it would run outside any
+// transaction, each committing on its own: a write reported failed would
+// be partly committed. A handle whose transaction is gone refuses every
+// further statement.
+type txnMark struct {
+	hooks *C.lite_hooks // nil: a handle outside the package's transactions (tests)
+	began C.uint        // hooks.rollbacks when the transaction began
+	lost  error         // the error after which the transaction was gone, if a handle saw it
+}
+
+// markTxn runs query (BEGIN or BEGIN IMMEDIATE) on conn and marks the
+// transaction it began.
+func markTxn(conn *sql.Conn, query string) (m txnMark, err error) {
+	err = onOwnConn(conn, "a transaction", func(c *driverConn) error {
+		if err := c.exec(query); err != nil {
+			return err
+		}
+		m = txnMark{hooks: c.hooks, began: c.hooks.rollbacks}
+		return nil
+	})
+	return m, err
+}
+
+// ended reports whether the transaction has been rolled back since it
+// began, by anyone.
+func (m *txnMark) ended() bool { return m.hooks != nil && m.hooks.rollbacks != m.began }
+
+// endedError is the error of a statement refused because the transaction
+// is gone.
+func (m *txnMark) endedError() error {
+	if m.lost != nil {
+		return fmt.Errorf("%w; it ended after: %w", ErrRolledBack, m.lost)
+	}
+	return ErrRolledBack
+}
+
+// allowCommit opens or closes the connection's commit gate: while it is
+// closed, anything that would commit on the connection rolls back instead.
+func (m *txnMark) allowCommit(allow bool) {
+	if m.hooks == nil {
+		return
+	}
+	if allow {
+		m.hooks.allow_commit = 1
+	} else {
+		m.hooks.allow_commit = 0
+	}
 }
 
 // Tx is a write's handle: an Rx that can also Exec, given to the function
@@ -122,6 +178,9 @@ func (rx *Rx) on(ctx context.Context, query string, f func(*driverConn) error) e
 	if kw := transactionKeyword(query); kw != "" {
 		return fmt.Errorf("sqlitedb: %s inside Read or Write: the transaction is theirs to end (savepoints are fine)", kw)
 	}
+	if rx.txn.ended() {
+		return stopped(ctx, rx.txn.endedError())
+	}
 	err := rx.conn.Raw(func(dc any) error {
 		c, ok := dc.(*driverConn)
 		if !ok { // cannot happen: handles are made on the package's connections
@@ -130,6 +189,11 @@ func (rx *Rx) on(ctx context.Context, query string, f func(*driverConn) error) e
 		defer c.interruptOnDone(ctx)()
 		return f(c)
 	})
+	if err != nil && rx.txn.lost == nil && rx.txn.ended() {
+		// This statement's error ended the transaction: say so.
+		rx.txn.lost = err
+		err = fmt.Errorf("%w (%w)", err, ErrRolledBack)
+	}
 	return stopped(ctx, err)
 }
 

@@ -145,7 +145,17 @@ func migrateOn(ctx context.Context, conn *sql.Conn, fkOff bool, apply func() err
 			return fmt.Errorf("foreign key check: %w", err)
 		}
 	}
-	return commit(conn)
+	if err := execCommit(conn); err != nil {
+		execOn(conn, `ROLLBACK`)
+		if mayLeaveFrames(err) {
+			// SQLite's busy handler waits for the lock (Setup raises it).
+			if verr := voidFailedCommit(conn, func(try func() error) error { return try() }); verr != nil {
+				return fmt.Errorf("commit: %w (and voiding what it may have left in the WAL failed: %w)", err, verr)
+			}
+		}
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // migrationRecorded reports whether MigrationsTable records name.

@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 )
 
@@ -47,7 +46,8 @@ func (db *DB) readOn(ctx context.Context, pool *sql.DB, fn func(context.Context,
 		return err
 	}
 	defer conn.Close()
-	if err := execOn(conn, `BEGIN`); err != nil {
+	txn, err := markTxn(conn, `BEGIN`)
+	if err != nil {
 		return err
 	}
 	// If fn panics, the panic goes on up the caller's stack, but the
@@ -59,9 +59,12 @@ func (db *DB) readOn(ctx context.Context, pool *sql.DB, fn func(context.Context,
 			execOn(conn, `ROLLBACK`)
 		}
 	}()
-	rx := &Rx{conn: conn}
+	rx := &Rx{conn: conn, txn: txn}
 	defer func() { rx.conn = nil }()
+	// Deferred, so a panicking fn cannot leave it armed: the interrupt
+	// would hit whatever statement runs on the connection next.
 	stop := interruptOnDone(ctx, conn)
+	defer stop()
 	err = fn(context.WithoutCancel(ctx), rx)
 	stop()
 	returned = true
@@ -169,106 +172,6 @@ type insideWrite struct{}
 // it, until Timeout.
 var errNested = errors.New("sqlitedb: Write or Coalesce called inside a write on the same DB; run the statements on the write's tx instead")
 
-// begin starts a write transaction on conn, BEGIN IMMEDIATE, retrying
-// while another process holds the lock.
-func (db *DB) begin(ctx context.Context, conn *sql.Conn) error {
-	err := db.whileBusy(ctx, &db.busyRetries, func() error { return execOn(conn, `BEGIN IMMEDIATE`) })
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	return nil
-}
-
-// commit commits the transaction on conn; if COMMIT fails, it rolls back,
-// so the connection never goes back to its pool inside a transaction.
-func commit(conn *sql.Conn) error {
-	if err := execOn(conn, `COMMIT`); err != nil {
-		execOn(conn, `ROLLBACK`)
-		if code := ErrorCode(err) & 0xff; code == sqliteIOErr || code == sqliteFull {
-			voidFailedCommit(conn)
-		}
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
-
-// SQLite's primary result codes for an I/O error and a full disk.
-const (
-	sqliteIOErr = 10
-	sqliteFull  = 13
-)
-
-// voidFailedCommit makes sure a COMMIT that failed with an I/O error
-// stays undone after a crash. When the write or sync that fails comes
-// after the transaction's commit frame reached the WAL (with
-// synchronous=FULL, the WAL's fsync, or the padding written before it),
-// SQLite reports the error and rolls back in memory, but the frames stay
-// in the file past the last commit it published, and recovery after a
-// crash (rebuilding the wal-index from the WAL file) would replay them: a
-// write reported failed would be there after kill -9. A transaction that
-// changes nothing, committed at once, is appended where those frames
-// begin, and its checksums end the chain recovery follows. If it fails
-// too, it leaves at most a harmless transaction of its own. SQLite's unix
-// VFS behaves the same; this is not the package's VFS.
-func voidFailedCommit(conn *sql.Conn) {
-	if execOn(conn, `BEGIN IMMEDIATE`) != nil {
-		return
-	}
-	var v int64
-	err := conn.QueryRowContext(context.Background(), `PRAGMA user_version`).Scan(&v)
-	if err == nil {
-		err = execOn(conn, fmt.Sprintf(`PRAGMA user_version = %d`, v))
-	}
-	if err != nil || execOn(conn, `COMMIT`) != nil {
-		execOn(conn, `ROLLBACK`)
-	}
-}
-
-// whileBusy runs try until it succeeds, fails with anything but a busy
-// error, or Options.Timeout has passed, sleeping busyInterval between
-// tries. Unlike SQLite's busy handler it does not back off, so the writer
-// that has waited longest is not the one that polls least often. Each
-// retry is counted in retries.
-func (db *DB) whileBusy(ctx context.Context, retries *atomic.Int64, try func() error) error {
-	var deadline time.Time
-	for {
-		err := try()
-		if err == nil || !IsBusy(err) {
-			return err
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(db.opts.Timeout)
-		} else if time.Now().After(deadline) {
-			return err
-		}
-		retries.Add(1)
-		if err := sleepCtx(ctx, busyInterval); err != nil {
-			return err
-		}
-	}
-}
-
-// busyInterval is how often a write polls for SQLite's lock while another
-// process holds it.
-const busyInterval = time.Millisecond
-
-func (db *DB) observeWriteWait(waited time.Duration) {
-	if db.opts.OnWriteWait != nil {
-		db.opts.OnWriteWait(waited)
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // Stats is a snapshot of a DB's counters.
 type Stats struct {
 	Writer      WriterStats
@@ -308,6 +211,10 @@ type CheckpointStats struct {
 	Restarts   int64 // RESTART checkpoints the writer ran past 60,000 WAL pages (the checkpointer fell behind, or readers never paused)
 	Truncates  int64 // TRUNCATE checkpoints once writes stopped
 	Errors     int64 // checkpoints that failed (tried again at the next signal)
+	// Stopped, once a sync of the database file has failed, says so: no
+	// checkpoint runs any more and the WAL keeps every frame until the
+	// database is opened again (see ErrSyncFailed). Empty until then.
+	Stopped string
 }
 
 // Stats returns the current counters.
@@ -323,5 +230,8 @@ func (db *DB) Stats() Stats {
 	}
 	c := db.checkpointer
 	s.Checkpoints = CheckpointStats{Background: c.runs.Load(), Inline: c.inline.Load(), Restarts: c.restarts.Load(), Truncates: c.truncates.Load(), Errors: c.errors.Load()}
+	if err := db.stopped.err(); err != nil {
+		s.Checkpoints.Stopped = err.Error()
+	}
 	return s
 }

@@ -5,6 +5,7 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -12,9 +13,13 @@ import (
 	"time"
 )
 
-// writer runs every write of the process on one goroutine, first come,
-// first served:
+// writer owns every write transaction of a DB from beginning to end —
+// BEGIN IMMEDIATE and the wait for SQLite's lock, the write functions'
+// statements, COMMIT or ROLLBACK, and the void after a failed COMMIT —
+// on one goroutine, first come, first served. This file is the whole of
+// it: what a write may see and what its caller is told are decided here.
 //
+// How writes are grouped into transactions:
 //   - one transaction per write (maxBatch 1, the default). A caller hands
 //     its write to the writer goroutine and waits for the result. The turn
 //     never passes between goroutines: when a write commits, the writer
@@ -24,42 +29,79 @@ import (
 //   - group commit (maxBatch > 1, Options.GroupCommit): the writes that
 //     queued up meanwhile are committed together, one BEGIN IMMEDIATE …
 //     COMMIT for a batch, each write inside its own SAVEPOINT, so BEGIN,
-//     COMMIT (the WAL append) and the hand-offs are paid once per batch.
-//
-// Coalesced writes (Coalesce) queue apart and are committed together, up
-// to maxCoalesced (256) of those waiting, in one transaction of their own.
+//     COMMIT (the WAL append) and the hand-offs are paid once per batch;
+//   - coalesced writes (Coalesce) queue apart and are committed together,
+//     up to maxCoalesced of those waiting, in one transaction of their own.
 //
 // What it keeps:
 //   - First come, first served: the queues are channels, taken in order;
 //     when both have writes waiting, the writer picks one at random (select).
-//   - Each caller waits for its commit: submit returns only after COMMIT.
-//   - One write's failure cannot undo another's: in a batch a failing write
-//     rolls back to its own savepoint and the batch goes on; if anything
-//     fails outside a savepoint (COMMIT, or SQLite rolling the whole
-//     transaction back), every write of the batch gets the error — none is
-//     reported done that was not committed.
+//   - A write reported failed left nothing behind, and one reported done is
+//     committed. Each caller waits for its transaction's end. SQLite may
+//     roll a transaction back on its own (an interrupted write statement,
+//     a full disk, an I/O error): the handle then refuses every further
+//     statement (txnMark), the connection's commit hook turns anything
+//     that would still commit on it — a statement through the escape hatch
+//     — into a rollback (only the writer's own COMMIT passes), and the
+//     writes of that transaction are told it was rolled back.
+//   - One write's failure does not fail another: in group commit a failing
+//     write rolls back to its own savepoint and the batch goes on; in a
+//     coalesced batch, the failing write is answered and the others run
+//     again without it. When SQLite rolls a shared transaction back during
+//     one write's function, that write is answered with its error and the
+//     others run once more, in a transaction without it (nothing of theirs
+//     was committed, so running them again cannot write anything twice); if
+//     that one is lost too, they fail.
+//   - A COMMIT that fails with an I/O error or a full disk may leave its
+//     frames complete in the WAL, where recovery after a crash would find
+//     them; the writer voids them (see voidFailedCommit), waiting for
+//     SQLite's lock like a write. Until it has, no write commits: each
+//     first tries the void again, and fails if it cannot run.
 //   - Writes run with their caller's values but not its cancellation. A
-//     write in a transaction of its own (no group commit) whose caller leaves
-//     while it runs is interrupted (sqlite3_interrupt) and rolled back; in
-//     a shared transaction (group commit, coalesced) it is not, since an
-//     interrupted statement rolls back the whole transaction. A caller that
-//     leaves, or a write that waited past Options.Timeout, before its turn
-//     is skipped and never runs.
-//   - A panic in a write's function is recovered, its transaction (or, in
-//     group commit, its savepoint) rolled back, and the panic handed to
-//     its caller's goroutine; the writer goes on.
+//     write in a transaction of its own whose caller leaves while it runs
+//     is interrupted (sqlite3_interrupt) and rolled back; in a shared
+//     transaction it is not, since an interrupted write statement rolls
+//     back the whole transaction. A caller that leaves, or a write that
+//     waited past the timeout, before its turn is skipped and never runs.
+//   - A panic in a write's function, or in the wait hook, is recovered, its
+//     transaction (or savepoint) rolled back, and the panic handed to its
+//     caller's goroutine; a write function that calls runtime.Goexit (as
+//     t.FailNow does) ends its transaction the same way, and a new writer
+//     goroutine takes over. The writer goes on.
 //   - Close runs what is queued, then stops.
 type writer struct {
-	db        *DB
-	maxBatch  int
+	cfg       writerConfig
 	queue     chan *pendingWrite
 	coalesced chan *pendingWrite
 	stop      chan struct{}
 	stopped   chan struct{}
 	closeOnce sync.Once
 
+	// unvoided, when set, is why the frames of a failed COMMIT may still
+	// lie complete in the WAL: no write commits until a void has run.
+	// Writer goroutine only.
+	unvoided error
+	// cur is the transaction the writer goroutine runs now, for a write
+	// function that calls runtime.Goexit. Writer goroutine only.
+	cur struct {
+		conn  *sql.Conn
+		txn   txnMark
+		batch []*pendingWrite
+	}
+
 	mu    sync.Mutex
 	stats WriterStats
+}
+
+// writerConfig is what the writer needs of its DB.
+type writerConfig struct {
+	pool        *sql.DB             // the one write connection
+	timeout     time.Duration       // Options.Timeout: the bound of every wait
+	maxBatch    int                 // ordinary writes per transaction: 1, or groupCommitBatch
+	owner       any                 // what a write's ctx carries under insideWrite{}
+	onWait      func(time.Duration) // Options.OnWriteWait, or nil
+	committed   func()              // after each commit, the connection back in the pool
+	busyRetries *atomic.Int64       // BEGINs retried while another process held the lock
 }
 
 // groupCommitBatch bounds a group commit's batch, so the first write in it
@@ -68,6 +110,10 @@ const groupCommitBatch = 32
 
 // maxCoalesced bounds the coalesced writes committed together.
 const maxCoalesced = 256
+
+// busyInterval is how often a write polls for SQLite's lock while another
+// process holds it.
+const busyInterval = time.Millisecond
 
 // Pending write states: queued until the writer takes it (running) or its
 // caller leaves first (abandoned); the one that moves it out of queued
@@ -82,25 +128,42 @@ const (
 // values, and where its result goes. Its state decides, under a
 // compare-and-swap, whether the writer runs it or its caller has left.
 type pendingWrite struct {
-	ctx    context.Context
-	fn     func(context.Context, *Tx) error
-	queued time.Time
-	state  atomic.Int32
-	done   chan error // buffered: the writer never blocks on it
+	ctx      context.Context
+	fn       func(context.Context, *Tx) error
+	queued   time.Time
+	state    atomic.Int32
+	done     chan error // buffered: the writer never blocks on it
+	answered bool       // writer goroutine only
 }
 
-// newWriter starts the writer goroutine of db, committing at most maxBatch
-// writes in one transaction (1: a transaction each).
-func newWriter(db *DB, maxBatch int) *writer {
-	wr := &writer{db: db, maxBatch: maxBatch, queue: make(chan *pendingWrite, 4096), coalesced: make(chan *pendingWrite, 4096),
+// answer gives w's caller its result, once.
+func (w *pendingWrite) answer(err error) {
+	if !w.answered {
+		w.answered = true
+		w.done <- err
+	}
+}
+
+// batchKind is how the writes of a transaction share it.
+type batchKind int
+
+const (
+	ownTxn       batchKind = iota // one write, interrupted if its caller leaves
+	groupTxn                      // ordinary writes, each in a savepoint
+	coalescedTxn                  // coalesced writes
+)
+
+// newWriter starts the writer goroutine.
+func newWriter(cfg writerConfig) *writer {
+	wr := &writer{cfg: cfg, queue: make(chan *pendingWrite, 4096), coalesced: make(chan *pendingWrite, 4096),
 		stop: make(chan struct{}), stopped: make(chan struct{})}
 	go wr.run()
 	return wr
 }
 
 // submit queues fn on queue (wr.queue or wr.coalesced) and waits for its
-// result: its own error, its batch's, or ErrTimeout if its turn did not
-// come within Options.Timeout.
+// result: its own error, its transaction's, or ErrTimeout if its turn did
+// not come within the timeout.
 func (wr *writer) submit(ctx context.Context, fn func(context.Context, *Tx) error, queue chan *pendingWrite) error {
 	w := &pendingWrite{ctx: ctx, fn: fn, queued: time.Now(), done: make(chan error, 1)}
 	return wr.wait(ctx, w, queue)
@@ -116,7 +179,7 @@ func (wr *writer) wait(ctx context.Context, w *pendingWrite, queue chan *pending
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	timer := time.NewTimer(wr.db.opts.Timeout)
+	timer := time.NewTimer(wr.cfg.timeout)
 	defer timer.Stop()
 	select {
 	case queue <- w:
@@ -149,9 +212,18 @@ func (wr *writer) wait(ctx context.Context, w *pendingWrite, queue chan *pending
 // run is the writer goroutine: until close, it takes a write or a
 // coalesced write (at random when both wait, as select does), with
 // whatever else of its kind is waiting, and commits them. Once stopped,
-// it runs what is still queued, then returns.
+// it runs what is still queued, then returns. If a write's function ended
+// the goroutine (runtime.Goexit), call has cleaned up after it, and a new
+// goroutine goes on.
 func (wr *writer) run() {
-	defer close(wr.stopped)
+	returned := false
+	defer func() {
+		if !returned {
+			go wr.run()
+			return
+		}
+		close(wr.stopped)
+	}()
 	for {
 		select {
 		case w := <-wr.queue:
@@ -160,6 +232,7 @@ func (wr *writer) run() {
 			wr.runCoalesced(w)
 		case <-wr.stop:
 			wr.drain()
+			returned = true
 			return
 		}
 	}
@@ -167,17 +240,16 @@ func (wr *writer) run() {
 
 // runWrites commits w and, in group commit, what else is queued with it.
 func (wr *writer) runWrites(w *pendingWrite) {
-	batch := wr.gather([]*pendingWrite{w}, wr.queue, wr.maxBatch)
-	if wr.maxBatch == 1 {
-		wr.commitOne(batch)
-	} else {
-		wr.commit(batch)
+	kind := ownTxn
+	if wr.cfg.maxBatch > 1 {
+		kind = groupTxn
 	}
+	wr.runBatch(wr.gather([]*pendingWrite{w}, wr.queue, wr.cfg.maxBatch), kind)
 }
 
 // runCoalesced commits w with the coalesced writes queued with it.
 func (wr *writer) runCoalesced(w *pendingWrite) {
-	wr.commitCoalesced(wr.gather([]*pendingWrite{w}, wr.coalesced, maxCoalesced))
+	wr.runBatch(wr.gather([]*pendingWrite{w}, wr.coalesced, maxCoalesced), coalescedTxn)
 }
 
 // drain runs the writes queued when Close was called.
@@ -194,19 +266,9 @@ func (wr *writer) drain() {
 	}
 }
 
-// fnContext is the context a write's function runs with: its caller's
-// values, no cancellation, and the mark that tells a nested Write.
-func (wr *writer) fnContext(w *pendingWrite) context.Context {
-	return context.WithValue(context.WithoutCancel(w.ctx), insideWrite{}, wr.db)
-}
-
-// timedOut is the error of a write whose turn did not come in time.
-func (wr *writer) timedOut() error {
-	return fmt.Errorf("waited %v for the writer's turn: %w", wr.db.opts.Timeout, ErrTimeout)
-}
-
 // gather adds to batch what is waiting in queue now, up to max, and
-// returns the writes not abandoned meanwhile, marked running.
+// returns the writes not abandoned meanwhile, marked running. A write
+// whose wait hook panicked is answered with the panic and not run.
 func (wr *writer) gather(batch []*pendingWrite, queue chan *pendingWrite, max int) []*pendingWrite {
 gather:
 	for len(batch) < max {
@@ -219,188 +281,398 @@ gather:
 	}
 	live := batch[:0]
 	for _, w := range batch {
-		if w.state.CompareAndSwap(writeQueued, writeRunning) {
-			waited := time.Since(w.queued)
-			wr.db.observeWriteWait(waited)
-			wr.count(func(s *WriterStats) { s.Turns++; s.Waited += waited })
-			live = append(live, w)
+		if !w.state.CompareAndSwap(writeQueued, writeRunning) {
+			continue
 		}
+		waited := time.Since(w.queued)
+		if p := wr.observeWait(waited); p != nil {
+			w.answer(p)
+			continue
+		}
+		wr.count(func(s *WriterStats) { s.Turns++; s.Waited += waited })
+		live = append(live, w)
 	}
 	return live
 }
 
-// commitOne runs a write in a transaction of its own.
-func (wr *writer) commitOne(batch []*pendingWrite) {
-	if len(batch) == 0 {
-		return
+// observeWait tells the wait hook, if any, how long a write waited; a
+// panic in it is answered to that write's caller.
+func (wr *writer) observeWait(waited time.Duration) (p *PanicError) {
+	if wr.cfg.onWait == nil {
+		return nil
 	}
-	w := batch[0]
-	conn, err := wr.begin()
-	if err != nil {
-		w.done <- err
-		return
-	}
-	// A transaction of its own: interrupting it, if its caller leaves,
-	// rolls back nothing but this write.
-	stop := interruptOnDone(w.ctx, conn)
-	err = wr.call(w, conn)
-	stop()
-	if err != nil {
-		wr.rollback(conn)
-		if _, ok := err.(*PanicError); !ok {
-			err = stopped(w.ctx, err)
-		}
-		w.done <- err
-		return
-	}
-	w.done <- wr.commitOn(conn)
-}
-
-// call runs w's function on conn. A panic in it is recovered and answered
-// as a *PanicError, which Write panics with on its caller's goroutine:
-// here it would end the program.
-func (wr *writer) call(w *pendingWrite, conn *sql.Conn) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
+			p = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
-	tx := &Tx{Rx{conn: conn}}
-	defer func() { tx.conn = nil }()
-	return w.fn(wr.fnContext(w), tx)
-}
-
-// begin takes the write connection and starts a write transaction on it,
-// retrying while another process holds SQLite's write lock. The
-// transaction is run on the connection itself, not a *sql.Tx: database/sql
-// starts a goroutine for every *sql.Tx (to roll it back if its context
-// ends) and one for every query inside one, and a write here is never
-// cancelled.
-func (wr *writer) begin() (*sql.Conn, error) {
-	bg := context.Background()
-	conn, err := wr.db.writeDB.Conn(bg)
-	if err != nil {
-		return nil, err
-	}
-	if err := wr.db.begin(bg, conn); err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return conn, nil
-}
-
-// commitOn commits the transaction on conn and gives the connection back.
-func (wr *writer) commitOn(conn *sql.Conn) error {
-	err := commit(conn)
-	conn.Close()
-	if err != nil {
-		return err
-	}
-	wr.count(func(s *WriterStats) { s.Commits++ })
-	wr.committed()
+	wr.cfg.onWait(waited)
 	return nil
 }
 
-// rollback rolls back the transaction on conn and gives the connection
-// back. It cannot fail in a way worth reporting over the error that caused
-// it; if SQLite already rolled back, there is nothing to roll back.
-func (wr *writer) rollback(conn *sql.Conn) {
-	execOn(conn, `ROLLBACK`)
+// runBatch commits batch, answering each write. Writes that ran in a
+// transaction rolled back for another write's sake run again without it.
+func (wr *writer) runBatch(batch []*pendingWrite, kind batchKind) {
+	retriedLost := false
+	for len(batch) > 0 {
+		var lost bool
+		batch, lost = wr.transact(batch, kind, retriedLost)
+		retriedLost = retriedLost || lost
+	}
+}
+
+// transact runs batch in one transaction and answers its writes, except
+// those it returns: they ran, or were to run, in a transaction rolled back
+// for another write's sake, nothing of theirs committed, and they are to
+// run again without it. lost reports that SQLite rolled the transaction
+// back on its own; after one such (lostBefore), the others fail instead.
+func (wr *writer) transact(batch []*pendingWrite, kind batchKind, lostBefore bool) (again []*pendingWrite, lost bool) {
+	failAll := func(err error) {
+		for _, w := range batch {
+			w.answer(err)
+		}
+	}
+	if err := wr.voidPending(); err != nil {
+		failAll(err)
+		return nil, false
+	}
+	conn, txn, err := wr.begin()
+	if err != nil {
+		failAll(err)
+		return nil, false
+	}
+	wr.cur.conn, wr.cur.txn, wr.cur.batch = conn, txn, batch
+	defer func() { wr.cur.conn, wr.cur.batch = nil, nil }()
+	results := make([]error, len(batch))
+	without := func(i int) []*pendingWrite { return append(batch[:i:i], batch[i+1:]...) }
+	for i, w := range batch {
+		if kind == groupTxn {
+			if err := execOn(conn, `SAVEPOINT write`); err != nil {
+				wr.rollback(conn)
+				failAll(fmt.Errorf("savepoint: %w", err))
+				return nil, false
+			}
+		}
+		err := wr.call(w, conn, &txn, kind == ownTxn)
+		if txn.ended() {
+			// SQLite rolled the transaction back during w's function.
+			wr.rollback(conn)
+			w.answer(lostError(w, err, &txn, kind))
+			others := without(i)
+			if lostBefore {
+				for _, o := range others {
+					o.answer(fmt.Errorf("%w: another write in the same transaction met: %w", ErrRolledBack, err))
+				}
+				return nil, true
+			}
+			return others, true
+		}
+		if err != nil {
+			switch kind {
+			case ownTxn:
+				wr.rollback(conn)
+				w.answer(callerError(w, err))
+				return nil, false
+			case coalescedTxn:
+				wr.rollback(conn)
+				w.answer(err)
+				return without(i), false
+			}
+			results[i] = err // a *PanicError too: the panic is its caller's alone
+			if rerr := execOn(conn, `ROLLBACK TO write`); rerr != nil {
+				wr.rollback(conn)
+				w.answer(err)
+				return without(i), false
+			}
+		}
+		if kind == groupTxn {
+			if err := execOn(conn, `RELEASE write`); err != nil {
+				wr.rollback(conn)
+				failAll(fmt.Errorf("release savepoint: %w", err))
+				return nil, false
+			}
+		}
+	}
+	if err := wr.commit(conn); err != nil {
+		for i, w := range batch {
+			if results[i] != nil {
+				w.answer(results[i])
+			} else {
+				w.answer(err)
+			}
+		}
+		return nil, false
+	}
+	wr.count(func(s *WriterStats) { s.Commits++ })
+	wr.cfg.committed()
+	for i, w := range batch {
+		w.answer(results[i])
+	}
+	return nil, false
+}
+
+// lostError is what w's caller is told when SQLite rolled its transaction
+// back during w's function, which returned err.
+func lostError(w *pendingWrite, err error, txn *txnMark, kind batchKind) error {
+	if _, ok := err.(*PanicError); ok {
+		return err
+	}
+	switch {
+	case err == nil: // the function went on after the error that ended it
+		err = txn.endedError()
+	case !errors.Is(err, ErrRolledBack):
+		err = fmt.Errorf("%w (%w)", err, ErrRolledBack)
+	}
+	if kind == ownTxn {
+		err = stopped(w.ctx, err)
+	}
+	return err
+}
+
+// callerError is what the caller of a write in a transaction of its own
+// is told when its function returned err: err, wrapped with the caller's
+// ctx error if it left meanwhile (its statement was interrupted).
+func callerError(w *pendingWrite, err error) error {
+	if _, ok := err.(*PanicError); ok {
+		return err
+	}
+	return stopped(w.ctx, err)
+}
+
+// call runs w's function on conn, in the transaction txn marks, and keeps
+// in txn the error after which SQLite ended it, if its handle saw one. A
+// panic in the function is recovered and answered as a *PanicError, which
+// Write panics with on its caller's goroutine: here it would end the
+// program. If the function calls runtime.Goexit, which cannot be stopped,
+// the transaction is rolled back and its writes answered before the
+// goroutine ends (run starts another). With interrupt, the statement
+// running when w's caller leaves is interrupted.
+func (wr *writer) call(w *pendingWrite, conn *sql.Conn, txn *txnMark, interrupt bool) (err error) {
+	tx := &Tx{Rx{conn: conn, txn: *txn}}
+	returned := false
+	defer func() {
+		tx.conn = nil
+		txn.lost = tx.txn.lost
+		if returned {
+			return
+		}
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+			return
+		}
+		wr.afterGoexit(w)
+	}()
+	if interrupt { // deferred after the above, so it runs first
+		stop := interruptOnDone(w.ctx, conn)
+		defer stop()
+	}
+	ctx := context.WithValue(context.WithoutCancel(w.ctx), insideWrite{}, wr.cfg.owner)
+	err = w.fn(ctx, tx)
+	returned = true
+	return err
+}
+
+// errGoexit answers a write whose function called runtime.Goexit.
+var errGoexit = errors.New("sqlitedb: the write's function called runtime.Goexit (as t.FailNow does); its transaction was rolled back")
+
+// afterGoexit rolls back the transaction the writer goroutine was running
+// when w's function called runtime.Goexit, and answers its writes: w with
+// errGoexit, the others with the rollback.
+func (wr *writer) afterGoexit(w *pendingWrite) {
+	if wr.cur.conn != nil {
+		wr.rollback(wr.cur.conn)
+	}
+	for _, o := range wr.cur.batch {
+		if o == w {
+			o.answer(errGoexit)
+		} else {
+			o.answer(fmt.Errorf("%w: another write in the same transaction called runtime.Goexit", ErrRolledBack))
+		}
+	}
+	w.answer(errGoexit)
+}
+
+// begin takes the write connection and starts a write transaction on it,
+// BEGIN IMMEDIATE, retrying while another process holds SQLite's write
+// lock, and closes the connection's commit gate: until the transaction
+// ends, only the writer's own COMMIT can commit on it. The transaction is
+// run on the connection itself, not a *sql.Tx: database/sql starts a
+// goroutine for every *sql.Tx (to roll it back if its context ends) and
+// one for every query inside one, and a write here is never cancelled.
+func (wr *writer) begin() (*sql.Conn, txnMark, error) {
+	conn, err := wr.cfg.pool.Conn(context.Background())
+	if err != nil {
+		return nil, txnMark{}, err
+	}
+	var txn txnMark
+	err = wr.whileBusy(func() (err error) {
+		txn, err = markTxn(conn, `BEGIN IMMEDIATE`)
+		return err
+	})
+	if err != nil {
+		conn.Close()
+		return nil, txnMark{}, fmt.Errorf("begin: %w", err)
+	}
+	txn.hooks.allow_commit = 0
+	return conn, txn, nil
+}
+
+// release opens the commit gate again and gives the connection back.
+func (wr *writer) release(conn *sql.Conn) {
+	onOwnConn(conn, "release", func(c *driverConn) error {
+		c.hooks.allow_commit = 1
+		return nil
+	})
 	conn.Close()
 }
 
-// commitCoalesced runs the coalesced writes of batch in one transaction;
-// if one fails, all fail.
-func (wr *writer) commitCoalesced(batch []*pendingWrite) {
-	if len(batch) == 0 {
-		return
-	}
-	fail := func(err error) {
-		for _, w := range batch {
-			w.done <- err
-		}
-	}
-	conn, err := wr.begin()
-	if err != nil {
-		fail(err)
-		return
-	}
-	for i, w := range batch {
-		if err := wr.call(w, conn); err != nil {
-			wr.rollback(conn)
-			if p, ok := err.(*PanicError); ok {
-				// The panic is its own caller's; the others fail with it
-				// as an error, since their transaction was rolled back.
-				w.done <- p
-				batch = append(batch[:i:i], batch[i+1:]...)
-				err = fmt.Errorf("sqlitedb: a coalesced write in the same transaction panicked: %v", p.Value)
-			}
-			fail(err)
-			return
-		}
-	}
-	fail(wr.commitOn(conn))
+// rollback rolls back the transaction on conn, if SQLite has not already,
+// and gives the connection back. It cannot fail in a way worth reporting
+// over the error that caused it.
+func (wr *writer) rollback(conn *sql.Conn) {
+	execOn(conn, `ROLLBACK`)
+	wr.release(conn)
 }
 
-// commit runs a batch in one transaction, each write in a savepoint; see
-// writer.
-func (wr *writer) commit(live []*pendingWrite) {
-	if len(live) == 0 {
-		return
+// commit commits the transaction on conn and gives the connection back.
+// If COMMIT fails, the transaction is rolled back, and after an I/O error
+// or a full disk what the COMMIT may have left in the WAL is voided
+// first; if the void cannot run, writes stop until it has (voidPending).
+func (wr *writer) commit(conn *sql.Conn) error {
+	defer wr.release(conn)
+	err := execCommit(conn)
+	if err == nil {
+		return nil
 	}
-	tx, err := wr.begin()
+	execOn(conn, `ROLLBACK`)
+	if mayLeaveFrames(err) {
+		if verr := voidFailedCommit(conn, wr.whileBusy); verr != nil {
+			wr.unvoided = fmt.Errorf("a COMMIT failed (%v) and voiding what it may have left in the WAL failed too (%w)", err, verr)
+		}
+	}
+	return fmt.Errorf("commit: %w", err)
+}
+
+// voidPending runs the void a failed COMMIT still needs, if any, and
+// answers an error if it cannot: no write may commit above frames a crash
+// would bring back.
+func (wr *writer) voidPending() error {
+	if wr.unvoided == nil {
+		return nil
+	}
+	conn, err := wr.cfg.pool.Conn(context.Background())
+	if err == nil {
+		err = voidFailedCommit(conn, wr.whileBusy)
+		conn.Close()
+	}
 	if err != nil {
-		for _, w := range live {
-			w.done <- err
-		}
-		return
+		return fmt.Errorf("sqlitedb: not writing until it is voided: %w; voiding it again: %w", wr.unvoided, err)
 	}
-	results := make([]error, len(live))
-	fail := func(err error) {
-		wr.rollback(tx)
-		for _, w := range live {
-			w.done <- err
+	wr.unvoided = nil
+	return nil
+}
+
+// mayLeaveFrames reports whether a COMMIT that failed with err may have
+// written its frames to the WAL: an I/O error or a full disk.
+func mayLeaveFrames(err error) bool {
+	code := ErrorCode(err) & 0xff
+	return code == sqliteIOErr || code == sqliteFull
+}
+
+// SQLite's primary result codes for an I/O error and a full disk.
+const (
+	sqliteIOErr = 10
+	sqliteFull  = 13
+)
+
+// execCommit runs COMMIT on conn with its commit gate open.
+func execCommit(conn *sql.Conn) error {
+	foreign := false
+	err := conn.Raw(func(dc any) error {
+		c, ok := dc.(*driverConn)
+		if !ok {
+			foreign = true
+			return nil
 		}
+		was := c.hooks.allow_commit
+		c.hooks.allow_commit = 1
+		defer func() { c.hooks.allow_commit = was }()
+		return c.exec(`COMMIT`)
+	})
+	if foreign {
+		_, err = conn.ExecContext(context.Background(), `COMMIT`)
 	}
-	for i, w := range live {
-		if err := execOn(tx, `SAVEPOINT write`); err != nil {
-			fail(fmt.Errorf("savepoint: %w", err))
-			return
-		}
-		if err := wr.call(w, tx); err != nil {
-			results[i] = err // a *PanicError too: the panic is its caller's alone
-			if rerr := execOn(tx, `ROLLBACK TO write`); rerr != nil {
-				// SQLite rolled the whole transaction back (it does on
-				// some errors, e.g. a full disk): the batch is lost.
-				fail(fmt.Errorf("%w (and the batch's transaction was lost: %v)", err, rerr))
-				return
-			}
-		}
-		if err := execOn(tx, `RELEASE write`); err != nil {
-			fail(fmt.Errorf("release savepoint: %w", err))
-			return
-		}
+	return err
+}
+
+// voidFailedCommit makes sure a COMMIT that failed with an I/O error
+// stays undone after a crash. When the write or sync that fails comes
+// after the transaction's commit frame reached the WAL (with
+// synchronous=FULL, the WAL's fsync, or the padding written before it),
+// SQLite reports the error and rolls back in memory, but the frames stay
+// in the file past the last commit it published, and recovery after a
+// crash (rebuilding the wal-index from the WAL file) would replay them: a
+// write reported failed would be there after kill -9. A transaction that
+// changes nothing, committed at once, is appended where those frames
+// begin, and its checksums end the chain recovery follows. It is synced
+// (synchronous=FULL for it), so a power loss cannot keep the failed frames
+// without it. It waits for SQLite's write lock with wait, like a write: if
+// another process holds it, that process may be about to commit nothing,
+// leaving the frames in place. SQLite's unix VFS behaves the same; this
+// is not the package's VFS.
+func voidFailedCommit(conn *sql.Conn, wait func(try func() error) error) error {
+	ctx := context.Background()
+	var sync int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+		return err
 	}
-	if err := commit(tx); err != nil {
-		tx.Close()
-		for _, w := range live {
-			w.done <- err
+	if sync < 2 {
+		if err := execOn(conn, `PRAGMA synchronous = FULL`); err != nil {
+			return err
 		}
-		return
+		defer execOn(conn, fmt.Sprintf(`PRAGMA synchronous = %d`, sync))
 	}
-	tx.Close()
-	wr.count(func(s *WriterStats) { s.Commits++ })
-	wr.committed()
-	for i, w := range live {
-		w.done <- results[i]
+	if err := wait(func() error { return execOn(conn, `BEGIN IMMEDIATE`) }); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	var v int64
+	err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
+	if err == nil {
+		err = execOn(conn, fmt.Sprintf(`PRAGMA user_version = %d`, v))
+	}
+	if err == nil {
+		err = execCommit(conn)
+	}
+	if err != nil {
+		execOn(conn, `ROLLBACK`)
+	}
+	return err
+}
+
+// whileBusy runs try until it succeeds, fails with anything but a busy
+// error, or the timeout has passed, sleeping busyInterval between tries.
+// Unlike SQLite's busy handler it does not back off, so the writer that
+// has waited longest is not the one that polls least often.
+func (wr *writer) whileBusy(try func() error) error {
+	var deadline time.Time
+	for {
+		err := try()
+		if err == nil || !IsBusy(err) {
+			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(wr.cfg.timeout)
+		} else if time.Now().After(deadline) {
+			return err
+		}
+		wr.cfg.busyRetries.Add(1)
+		time.Sleep(busyInterval)
 	}
 }
 
-// committed tells the checkpointer, if any, that a transaction committed.
-func (wr *writer) committed() {
-	if ck := wr.db.checkpointer; ck != nil {
-		ck.committed()
-	}
+// timedOut is the error of a write whose turn did not come in time.
+func (wr *writer) timedOut() error {
+	return fmt.Errorf("waited %v for the writer's turn: %w", wr.cfg.timeout, ErrTimeout)
 }
 
 // close stops the writer goroutine once it has run what was queued, and

@@ -309,53 +309,6 @@ func TestCoalescedWritesShareACommit(t *testing.T) {
 	}
 }
 
-// If one coalesced write fails, every write of its batch gets its error
-// and none is committed; the writer goes on.
-func TestCoalescedFailureFailsItsBatch(t *testing.T) {
-	ctx := context.Background()
-	db, _ := openDB(t, &sqlitedb.Options{Timeout: within})
-	createT(t, db)
-	before := db.Stats().Writer.Commits
-	release := holdWriter(t, db, nil)
-	errBoom := errors.New("boom")
-	const n = 10
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			errs[i] = db.Coalesce(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
-				if err := insert(i)(ctx, tx); err != nil {
-					return err
-				}
-				if i == n/2 {
-					return errBoom
-				}
-				return nil
-			})
-		})
-	}
-	waitFor(t, fmt.Sprintf("%d coalesced writes queued behind the held turn", n), func() bool { return db.Stats().Writer.Depth == n })
-	release()
-	waitGroup(t, &wg, "the coalesced writes to finish")
-	for i, err := range errs {
-		if !errors.Is(err, errBoom) {
-			t.Errorf("coalesced write %d: %v, want its batch's error", i, err)
-		}
-	}
-	if got := queryInt(t, db, `SELECT count(*) FROM t`); got != 0 {
-		t.Fatalf("%d rows of a failed batch committed, want 0", got)
-	}
-	if got := db.Stats().Writer.Commits - before; got != 1 {
-		t.Fatalf("%d commits, want 1 (the held write only)", got)
-	}
-	if err := db.Coalesce(ctx, insert(100)); err != nil {
-		t.Fatalf("a coalesced write after the failed batch: %v", err)
-	}
-	if got := queryInts(t, db, `SELECT n FROM t`); !slices.Equal(got, []int64{100}) {
-		t.Fatalf("rows %v, want [100]", got)
-	}
-}
-
 // A write whose context has ended before Write is called never runs, even
 // with the writer idle.
 func TestWriteWithItsContextDoneNeverRuns(t *testing.T) {
