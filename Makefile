@@ -32,7 +32,7 @@ export CGO_CFLAGS := -O2 $(SQLITE_CFLAGS) $(SQLITE_TUNING)
 GO ?= go
 # The app, and the SQLite package and its Prometheus collector, each a
 # module of its own (go test ./... stops at a nested module).
-MODULES := . sqlitedb sqlitedb/sqlitedbprom
+MODULES := . sqlitedb sqlitedb/sqlitedbprom sqlitedb/faultfs
 # make run DB=… ADDR=… passes --db and --addr; left unset, serve reads
 # LOREM_DB and LOREM_ADDR from the environment, else its defaults
 # (storage/loremnews.sqlite3, 127.0.0.1:3000), so LOREM_ADDR=… make run works.

@@ -56,6 +56,7 @@ int sqlite3_column_bytes(sqlite3_stmt *pStmt, int iCol);
 const char *sqlite3_errmsg(sqlite3 *db);
 void sqlite3_interrupt(sqlite3 *db);
 int sqlite3_extended_errcode(sqlite3 *db);
+int sqlite3_system_errno(sqlite3 *db);
 sqlite3_int64 sqlite3_changes64(sqlite3 *db);
 sqlite3_int64 sqlite3_last_insert_rowid(sqlite3 *db);
 void *sqlite3_commit_hook(sqlite3 *db, int (*xCallback)(void *), void *pArg);
@@ -140,6 +141,7 @@ struct sqlite3_vfs {
 	const char *(*xNextSystemCall)(sqlite3_vfs *, const char *zName);
 };
 
+#define LITE_FCNTL_LAST_ERRNO 4
 #define LITE_FCNTL_FILE_POINTER 7
 #define LITE_SYNC_NORMAL 0x00002
 int sqlite3_file_control(sqlite3 *, const char *zDbName, int op, void *);
@@ -148,5 +150,6 @@ sqlite3_vfs *sqlite3_vfs_find(const char *zVfsName);
 int sqlite3_vfs_register(sqlite3_vfs *, int makeDflt);
 int lite_map_register(void); // mapvfs.c, unix only
 int lite_map_count(void);
+int lite_map_has(unsigned long long dev, unsigned long long ino);
 
 #endif

@@ -69,6 +69,15 @@ static void lite_unset_hooks(sqlite3 *db, lite_hooks *h) {
 	free(h);
 }
 
+// lite_last_errno answers the error of the system call that failed last
+// on the database file: SQLite keeps it per file (SQLITE_FCNTL_LAST_ERRNO),
+// where sqlite3_system_errno may have read errno after another call.
+static int lite_last_errno(sqlite3 *db) {
+	int e = sqlite3_system_errno(db);
+	if (e == 0) sqlite3_file_control(db, "main", LITE_FCNTL_LAST_ERRNO, &e);
+	return e;
+}
+
 // lite_no_checkpoint_on_close keeps SQLite from checkpointing the WAL
 // into the database file when this connection, the last to the file,
 // closes.
@@ -99,6 +108,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 	"unsafe"
 
 	"github.com/mattn/go-sqlite3"
@@ -190,15 +200,39 @@ func (c *driverConn) finalizeStatements() {
 type Error struct {
 	Code    int    // SQLite's extended result code
 	Message string // sqlite3_errmsg
+	// Errno, for an I/O error, a corrupt file, a full disk or a file that
+	// cannot be opened, is the operating system's error behind it
+	// (sqlite3_system_errno), if any: SQLite reports a read that failed
+	// with EIO as "database disk image is malformed", and this tells a
+	// failing disk from a damaged file.
+	Errno syscall.Errno
 }
 
-func (e *Error) Error() string { return "sqlite: " + e.Message }
+func (e *Error) Error() string {
+	if e.Errno != 0 {
+		return "sqlite: " + e.Message + " (the system call failed: " + e.Errno.Error() + ")"
+	}
+	return "sqlite: " + e.Message
+}
+
+// Unwrap answers Errno, if any, so errors.Is(err, syscall.EIO) works.
+func (e *Error) Unwrap() error {
+	if e.Errno != 0 {
+		return e.Errno
+	}
+	return nil
+}
 
 // Busy reports whether SQLite answered SQLITE_BUSY or SQLITE_LOCKED.
 func (e *Error) Busy() bool { return e.Code&0xff == 5 || e.Code&0xff == 6 }
 
 func (c *driverConn) lastError(rc C.int) error {
-	return &Error{Code: int(C.sqlite3_extended_errcode(c.handle)), Message: C.GoString(C.sqlite3_errmsg(c.handle))}
+	e := &Error{Code: int(C.sqlite3_extended_errcode(c.handle)), Message: C.GoString(C.sqlite3_errmsg(c.handle))}
+	switch e.Code & 0xff {
+	case sqliteIOErr, sqliteCorrupt, sqliteFull, sqliteCantOpen:
+		e.Errno = syscall.Errno(C.lite_last_errno(c.handle))
+	}
+	return e
 }
 
 // maxStatements bounds the statements the row reader keeps per

@@ -27,7 +27,7 @@ type connector struct {
 // the given busy timeout, runs the pragmas on each new connection, and
 // hands out connections that Query can read from. stmtCache < 0 keeps no
 // prepared statements for database/sql's calls.
-func newConnector(d dsn, busyTimeout, openTimeout time.Duration, pragmas []Pragma, stmtCache int, sqliteVFS bool) *connector {
+func newConnector(d dsn, busyTimeout, openTimeout time.Duration, pragmas []Pragma, stmtCache int, memoryMap bool) *connector {
 	p := url.Values{}
 	for k, v := range d.params {
 		p[k] = v
@@ -58,11 +58,10 @@ func newConnector(d dsn, busyTimeout, openTimeout time.Duration, pragmas []Pragm
 	if !p.Has("_mutex") {
 		p.Set("_mutex", "no")
 	}
-	// The package's VFS (mapvfs.c), unless asked for another.
-	if !p.Has("vfs") && !sqliteVFS {
-		if name := mapVFS(); name != "" {
-			p.Set("vfs", name)
-		}
+	// The package's VFS (mapvfs.c) if asked for, and registered in any
+	// case, so that a DSN's vfs=sqlitedb finds it.
+	if name := mapVFS(); !p.Has("vfs") && memoryMap && name != "" {
+		p.Set("vfs", name)
 	}
 	if stmtCache > 0 && !p.Has("_stmt_cache_size") {
 		p.Set("_stmt_cache_size", strconv.Itoa(stmtCache))

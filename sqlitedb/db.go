@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,6 +115,12 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 	if o.GroupCommit {
 		batch = groupCommitBatch
 	}
+	if (o.MemoryMap || d.params.Get("vfs") == mapVFSName) && !isMapped(d.path) {
+		// The VFS leaves a file unmapped where it cannot map it safely (a
+		// 32-bit address space, a default VFS other than SQLite's unix
+		// one, a descriptor it does not recognise): reads then use pread.
+		slog.Warn("sqlitedb: the memory map was asked for but the database file is not mapped; reads use pread", "path", d.path)
+	}
 	db.writer = newWriter(writerConfig{pool: db.writeDB, timeout: o.Timeout, maxBatch: batch, owner: db,
 		onWait: o.OnWriteWait, committed: db.checkpointer.committed, busyRetries: &db.busyRetries})
 	return db, nil
@@ -123,7 +130,7 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 // of busy (SQLite waits up to Options.Timeout while a new connection sets
 // its pragmas), whose connections share the DB's fail-stop.
 func (db *DB) connector(busy time.Duration, pragmas []Pragma, stmtCache int) *connector {
-	c := newConnector(db.dsn, busy, db.opts.Timeout, pragmas, stmtCache, db.opts.SQLiteVFS)
+	c := newConnector(db.dsn, busy, db.opts.Timeout, pragmas, stmtCache, db.opts.MemoryMap)
 	c.stopped = db.stopped
 	return c
 }

@@ -151,7 +151,7 @@ func newDiffRun(t *testing.T, seed uint64, shell string) *diffRun {
 	d := &diffRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), shell: shell,
 		pathA: filepath.Join(dir, "a.db"), nextID: 1, counts: map[string]int{}}
 	var err error
-	d.a, err = sqlitedb.Open(ctx, d.pathA, &sqlitedb.Options{Pragmas: diffPragmas, ReadConns: 3})
+	d.a, err = sqlitedb.Open(ctx, d.pathA, &sqlitedb.Options{Pragmas: diffPragmas, ReadConns: 3, MemoryMap: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +607,7 @@ func (d *diffRun) toggleA2(ctx context.Context) {
 		d.a2 = nil
 		return
 	}
-	a2, err := sqlitedb.Open(ctx, d.pathA, &sqlitedb.Options{Pragmas: diffPragmas, ReadConns: 2, GroupCommit: d.a2Opened%2 == 0})
+	a2, err := sqlitedb.Open(ctx, d.pathA, &sqlitedb.Options{Pragmas: diffPragmas, ReadConns: 2, GroupCommit: d.a2Opened%2 == 0, MemoryMap: true})
 	if err != nil {
 		d.fatalf("open the second DB: %v", err)
 	}

@@ -59,19 +59,21 @@
 //     WAL reaches 60,000 pages anyway, the writer runs one RESTART checkpoint,
 //     which waits up to 20 ms for the readers of older snapshots. Once
 //     writes stop for 2 s the WAL is truncated to zero bytes.
-//   - Pages are copied from a memory map, not read with a system call. In
-//     WAL mode a connection empties its page cache whenever another
-//     connection has committed since its last read, so on a busy server
-//     every read fetches its pages again, a pread each (about twenty for
-//     a typical web page). Connections open the file through this
-//     package's VFS, "sqlitedb": SQLite's default VFS with four methods
-//     replaced (mapvfs.c), which maps the database file and its WAL once
-//     per process, from the descriptor SQLite itself opened, never unmaps
-//     them while they are open, and copies each page from the map. SQLite's
-//     own map (PRAGMA mmap_size) does not help here: it unmaps the whole
-//     file each time the cache is emptied, so every page faults again.
-//     Writes, locks and everything else are SQLite's own code.
-//     Options.SQLiteVFS turns it off.
+//   - Reads are SQLite's own: a pread per page. Options.MemoryMap copies
+//     pages from a memory map instead: in WAL mode a connection empties its
+//     page cache whenever another connection has committed since its last
+//     read, so on a busy server every read fetches its pages again (about
+//     twenty for a typical web page). With it, connections open the file
+//     through this package's VFS, "sqlitedb": SQLite's default VFS with
+//     four methods replaced (mapvfs.c), which maps the database file and
+//     its WAL once per process, from the descriptor SQLite itself opened,
+//     never unmaps them while they are open, and copies each page from the
+//     map. SQLite's own map (PRAGMA mmap_size) does not help here: it
+//     unmaps the whole file each time the cache is emptied, so every page
+//     faults again. It is not the default because what it saves is small
+//     next to a request's other work, and a read error through a map is a
+//     SIGBUS that ends the program, where a pread's EIO fails one
+//     statement. Stats().Mapped says which files are mapped.
 //   - Other processes may open the file at any time, as with SQLite
 //     itself: the sqlite3 shell, a script, a backup or replication tool
 //     such as Litestream, a second process of yours during a deploy. They
@@ -84,10 +86,33 @@
 //     at every write, sync and read of a transaction, with a full disk,
 //     with processes killed mid-write, and against SQLite's own VFS.
 //     What the map assumes: a 64-bit address space and SQLite's unix VFS
-//     underneath (elsewhere connections use SQLite's default), and that
-//     nothing truncates the file outside SQLite's locking while this
-//     process reads it (SQLite's own memory map assumes the same; a page
-//     read past a truncation by another program raises SIGBUS).
+//     underneath (elsewhere connections use SQLite's default, and Open
+//     logs a line), a disk that does not fail reads, and that nothing
+//     truncates the file outside SQLite's locking while this process
+//     reads it (SQLite's own memory map assumes the same).
+//   - A write is committed wholly or not at all, and its caller is told
+//     which. SQLite rolls a transaction back on its own after some errors
+//     (an interrupted write statement, a full disk, an I/O error); the
+//     handle then refuses every further statement (ErrRolledBack), and the
+//     write connection lets no commit through but the writer's own, so
+//     nothing of the write runs, and commits, outside its transaction.
+//     In a shared transaction (group commit, Coalesce) the write that
+//     failed is told so, and the others run again without it. A COMMIT
+//     that fails with an I/O error may leave its frames complete in the
+//     WAL, where recovery after a crash would find them: they are voided
+//     by an empty transaction, synced, which waits for SQLite's lock like
+//     a write; until it has run, no write commits.
+//   - A failed sync of the database file stops every checkpoint of the DB
+//     (ErrSyncFailed): Linux reports a lost write-back once, then reports
+//     success, and a checkpoint that completed after it would let the WAL
+//     start over above pages that never reached the disk. The WAL keeps
+//     every frame, reads and writes go on, Stats, the log and Close say
+//     so, and opening the database again (restart the process) copies the
+//     whole WAL again.
+//   - A read I/O error fails the statement that met it, with the system
+//     call's error in *Error's Errno (SQLite reports a read's EIO as
+//     "database disk image is malformed"); the process lives, unless the
+//     page was read through Options.MemoryMap.
 //   - Every wait has a deadline (Options.Timeout, 5 s): for the writer's
 //     turn, for SQLite's lock held by another process (polled every 1 ms,
 //     without back-off), for a read connection. A write whose caller left
@@ -155,20 +180,24 @@
 //     begin or end transactions on it (savepoints are fine); read
 //     connections are query_only.
 //   - No in-memory databases: each pooled connection would get its own.
-//   - The pages read through the map count in the process's RSS. They are
-//     the kernel's page cache, resident whether mapped or not, and
-//     reclaimable; RssAnon in /proc/PID/status is the process's own
-//     memory. Each mapped file reserves 64 GiB of address space (not
+//   - With Options.MemoryMap, the pages read through the map count in the
+//     process's RSS. They are the kernel's page cache, resident whether
+//     mapped or not, and reclaimable; RssAnon in /proc/PID/status is the
+//     process's own memory. Each mapped file reserves 64 GiB of address space (not
 //     memory); beyond that, and on systems other than unix, pages are read
 //     with pread.
-//   - A read of the map past the end of the file kills the process with
-//     SIGBUS, so the map serves only bytes below the size this process
-//     last saw, lowered before each truncation it makes. SQLite's locks
-//     keep every truncation SQLite makes, from any process, away from
-//     bytes a reader still needs. A program that truncates the file
-//     outside SQLite (copying another file over a live database, which
-//     corrupts it anyway) can crash the process, as with SQLite's own
-//     memory map.
+//   - With Options.MemoryMap, a read of the map past the end of the file,
+//     or of a page the disk cannot read, kills the process with SIGBUS.
+//     The map serves only bytes below the size this process last saw,
+//     lowered before each truncation it makes, and SQLite's locks keep
+//     every truncation SQLite makes, from any process, away from bytes a
+//     reader still needs; a program that truncates the file outside SQLite
+//     (copying another file over a live database, which corrupts it
+//     anyway), or a failing disk, can crash the process, as with SQLite's
+//     own memory map.
+//   - After ErrSyncFailed, pages the kernel could not write back stay in
+//     its cache; should it evict them before the process restarts, a read
+//     may find the old page. Restart promptly.
 //   - It uses the SQLite that go-sqlite3 compiles in: the functions it calls
 //     are the driver's, built with the program's CGO_CFLAGS, so
 //     compile-time options are set in one place and there is one SQLite in

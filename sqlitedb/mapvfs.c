@@ -264,6 +264,15 @@ int lite_map_register(void) {
 	return sqlite3_vfs_register(&map_vfs, 0);
 }
 
+// lite_map_has answers 1 if the file (device and inode) is mapped now.
+int lite_map_has(unsigned long long dev, unsigned long long ino) {
+	int has = 0;
+	pthread_mutex_lock(&map_mu);
+	for (lite_map *m = maps; m && !has; m = m->next) has = (unsigned long long)m->dev == dev && (unsigned long long)m->ino == ino;
+	pthread_mutex_unlock(&map_mu);
+	return has;
+}
+
 // lite_map_count answers how many files are mapped now (for tests).
 int lite_map_count(void) {
 	int n = 0;

@@ -5,7 +5,10 @@ package sqlitedb
 // #include "capi.h"
 import "C"
 
-import "sync"
+import (
+	"sync"
+	"syscall"
+)
 
 // mapVFSName is the name mapvfs.c registers its VFS under: SQLite's
 // default VFS reading the database file and its WAL from one memory map of
@@ -24,3 +27,13 @@ var mapVFS = sync.OnceValue(func() string {
 
 // mappedFiles is how many files the process has mapped now.
 func mappedFiles() int { return int(C.lite_map_count()) }
+
+// isMapped reports whether the file at path is mapped by the package's
+// VFS in this process now.
+func isMapped(path string) bool {
+	var st syscall.Stat_t
+	if syscall.Stat(path, &st) != nil {
+		return false
+	}
+	return C.lite_map_has(C.ulonglong(st.Dev), C.ulonglong(st.Ino)) != 0
+}

@@ -7,3 +7,8 @@ package sqlitedb
 func mapVFS() string { return "" }
 
 func mappedFiles() int { return 0 }
+
+func isMapped(string) bool { return false }
+
+// mapVFSName is the name the VFS would have.
+const mapVFSName = "sqlitedb"

@@ -93,7 +93,7 @@ func mappedKiB(t *testing.T, path string) int {
 // connection of SQLite's default VFS, while pages sit both in the WAL and
 // in the database file.
 func TestMappedReadsSeeWhatPreadSees(t *testing.T) {
-	db, path := openDB(t, nil)
+	db, path := openDB(t, &sqlitedb.Options{MemoryMap: true})
 	mustExec(t, db, `CREATE TABLE b (id INTEGER PRIMARY KEY, data BLOB NOT NULL)`)
 	fillBlobs(t, db, 0, 2000, 100)
 	// Half the pages to the database file, then more rows and updates
@@ -161,11 +161,11 @@ func TestMappedReadsSeeWhatPreadSees(t *testing.T) {
 func TestMapsAreSharedAndReleased(t *testing.T) {
 	before := sqlitedb.MappedFiles()
 	dir := t.TempDir()
-	a, err := sqlitedb.Open(context.Background(), filepath.Join(dir, "a.db"), &sqlitedb.Options{ReadConns: 6})
+	a, err := sqlitedb.Open(context.Background(), filepath.Join(dir, "a.db"), &sqlitedb.Options{ReadConns: 6, MemoryMap: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := sqlitedb.Open(context.Background(), filepath.Join(dir, "b.db"), nil)
+	b, err := sqlitedb.Open(context.Background(), filepath.Join(dir, "b.db"), &sqlitedb.Options{MemoryMap: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +177,9 @@ func TestMapsAreSharedAndReleased(t *testing.T) {
 	}
 	if got := sqlitedb.MappedFiles() - before; got != 4 {
 		t.Errorf("two open databases map %d files, want 4", got)
+	}
+	if m := a.Stats().Mapped; !m.Database || !m.WAL {
+		t.Errorf("Stats().Mapped = %+v, want both files mapped", m)
 	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
@@ -191,10 +194,13 @@ func TestMapsAreSharedAndReleased(t *testing.T) {
 		t.Errorf("after closing both, %d files mapped, want 0", got)
 	}
 
-	c, _ := openDB(t, &sqlitedb.Options{SQLiteVFS: true})
+	c, _ := openDB(t, nil)
 	mustExec(t, c, `CREATE TABLE t (n)`)
 	if got := sqlitedb.MappedFiles() - before; got != 0 {
-		t.Errorf("with SQLiteVFS, %d files mapped, want 0", got)
+		t.Errorf("without MemoryMap, %d files mapped, want 0", got)
+	}
+	if m := c.Stats().Mapped; m.Database || m.WAL {
+		t.Errorf("without MemoryMap, Stats().Mapped = %+v, want neither file mapped", m)
 	}
 }
 
@@ -206,7 +212,7 @@ func TestMapsAreSharedAndReleased(t *testing.T) {
 // needs; the map's size, lowered before each truncation, is a second
 // guard. Reading past the size the map last saw does kill this test.)
 func TestMappedReadsSurviveTruncation(t *testing.T) {
-	db, path := openDB(t, &sqlitedb.Options{ReadConns: 4})
+	db, path := openDB(t, &sqlitedb.Options{ReadConns: 4, MemoryMap: true})
 	mustExec(t, db, `CREATE TABLE b (id INTEGER PRIMARY KEY, data BLOB NOT NULL)`)
 	// VACUUM and TRUNCATE checkpoints cannot run in a transaction, so they
 	// run on a connection of their own, through the same VFS.
@@ -290,7 +296,7 @@ func TestMappedReadsSurviveTruncation(t *testing.T) {
 // that of the WAL. The package's checkpointer may still copy frames into
 // the database file meanwhile, but every frame stays in the WAL.
 func TestCommittedWALIsInTheFile(t *testing.T) {
-	db, path := openDB(t, &sqlitedb.Options{
+	db, path := openDB(t, &sqlitedb.Options{MemoryMap: true,
 		Pragmas: []sqlitedb.Pragma{{Name: "cache_size", Value: "10"}}})
 	mustExec(t, db, `CREATE TABLE b (id INTEGER PRIMARY KEY, data BLOB NOT NULL)`)
 	check := func(step string) {

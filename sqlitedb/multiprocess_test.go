@@ -43,7 +43,8 @@ type vfsCase struct {
 }
 
 var vfsCases = []vfsCase{
-	{"package VFS", func(path string) string { return path }},
+	{"default", func(path string) string { return path }},
+	{"memory map", func(path string) string { return "file:" + path + "?vfs=sqlitedb" }},
 	{"vfs=unix", func(path string) string { return "file:" + path + "?vfs=unix" }},
 }
 

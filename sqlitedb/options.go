@@ -45,12 +45,17 @@ type Options struct {
 	// fails (an I/O error, a full disk) fails every write of its batch.
 	GroupCommit bool
 
-	// SQLiteVFS opens the file with SQLite's default VFS, which reads
-	// each page with pread, instead of the package's VFS, "sqlitedb", which
-	// copies pages from one memory map of the database file and one of its
-	// WAL per process (see the package documentation). A DSN's vfs
-	// parameter also replaces the package's VFS.
-	SQLiteVFS bool
+	// MemoryMap opens the file through the package's VFS, "sqlitedb",
+	// which copies each page a connection reads from one memory map of the
+	// database file and one of its WAL per process, instead of SQLite's
+	// own reads (a pread per page; the default). It saves those system
+	// calls, which matters little next to the rest of a request's work.
+	// The risk: a read I/O error through a memory map (a failing disk, a
+	// file truncated outside SQLite) is not an error SQLite can return but
+	// a SIGBUS, which ends the program, where a pread's EIO fails the
+	// statement that met it. A DSN's vfs parameter (vfs=sqlitedb,
+	// vfs=unix) decides instead, if given.
+	MemoryMap bool
 
 	// Setup, if set, runs once when the database opens, before any read or
 	// write, on the write connection and outside any transaction: the
@@ -92,8 +97,8 @@ func DefaultPragmas() []Pragma {
 		// connection whose read transaction starts after another
 		// connection committed unmaps the file and maps it again; on a
 		// server where nearly every request commits, the CPU went to munmap
-		// and page faults. The package's VFS maps the file instead, once
-		// (see Options.SQLiteVFS).
+		// and page faults. The package's VFS can map the file instead, once
+		// (see Options.MemoryMap).
 		{"mmap_size", "0"},
 		// A 20 MB page cache per connection instead of 2 MB (negative: KiB).
 		{"cache_size", "-20000"},

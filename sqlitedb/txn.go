@@ -189,7 +189,13 @@ type Stats struct {
 	ReadWaitTime time.Duration
 	ReadPool     sql.DBStats // the read pool
 	WritePool    sql.DBStats // the write connection
+	// Mapped says which of the database's files this process reads from
+	// a memory map (Options.MemoryMap) now.
+	Mapped MapStats
 }
+
+// MapStats says whether the database file and its WAL are mapped.
+type MapStats struct{ Database, WAL bool }
 
 // WriterStats are the writer goroutine's counters.
 type WriterStats struct {
@@ -232,6 +238,9 @@ func (db *DB) Stats() Stats {
 	s.Checkpoints = CheckpointStats{Background: c.runs.Load(), Inline: c.inline.Load(), Restarts: c.restarts.Load(), Truncates: c.truncates.Load(), Errors: c.errors.Load()}
 	if err := db.stopped.err(); err != nil {
 		s.Checkpoints.Stopped = err.Error()
+	}
+	if db.opts.MemoryMap || db.dsn.params.Get("vfs") == mapVFSName {
+		s.Mapped = MapStats{Database: isMapped(db.path), WAL: isMapped(db.path + "-wal")}
 	}
 	return s
 }

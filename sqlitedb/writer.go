@@ -579,10 +579,13 @@ func mayLeaveFrames(err error) bool {
 	return code == sqliteIOErr || code == sqliteFull
 }
 
-// SQLite's primary result codes for an I/O error and a full disk.
+// SQLite's primary result codes for an I/O error, a corrupt file, a full
+// disk and a file it cannot open.
 const (
-	sqliteIOErr = 10
-	sqliteFull  = 13
+	sqliteIOErr    = 10
+	sqliteCorrupt  = 11
+	sqliteFull     = 13
+	sqliteCantOpen = 14
 )
 
 // execCommit runs COMMIT on conn with its commit gate open.

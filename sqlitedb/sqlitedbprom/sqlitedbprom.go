@@ -18,6 +18,8 @@
 //	busy_errors_total                counter  reads and writes that failed with ErrBusy
 //	checkpoints_total{kind}          counter  WAL checkpoints: background, inline, restart, truncate
 //	checkpoint_errors_total          counter  checkpoints that failed (tried again later)
+//	checkpoints_stopped              gauge    1 once a failed sync of the database file stopped every checkpoint
+//	mapped{file}                     gauge    1 if the file (database, wal) is read from a memory map
 //	pool_open_connections{pool}      gauge    open connections: read, write
 //	pool_in_use_connections{pool}    gauge    connections in use
 //	pool_waits_total{pool}           counter  times a caller waited for a connection
@@ -39,7 +41,8 @@ type collector struct {
 
 	queueDepth, queueMaxDepth, turns, abandoned, commits *prometheus.Desc
 	busyRetries, busyErrors                              *prometheus.Desc
-	checkpoints, checkpointErrors                        *prometheus.Desc
+	checkpoints, checkpointErrors, checkpointsStopped    *prometheus.Desc
+	mapped                                               *prometheus.Desc
 	poolOpen, poolInUse, poolWaits, poolWaitSeconds      *prometheus.Desc
 	readWaits, readWaitSeconds, writeWaitSeconds         *prometheus.Desc
 }
@@ -54,30 +57,32 @@ func NewCollector(db *sqlitedb.DB, namespace string) prometheus.Collector {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "sqlite", name), help, labels, nil)
 	}
 	return &collector{
-		db:               db,
-		queueDepth:       desc("writer_queue_depth", "Writes waiting for the writer now."),
-		queueMaxDepth:    desc("writer_queue_max_depth", "Most writes ever waiting for the writer at once."),
-		turns:            desc("writer_turns_total", "Writes the writer ran, ordinary and coalesced."),
-		abandoned:        desc("writer_abandoned_total", "Writes whose caller left (context ended, Timeout passed) before their turn; they never ran."),
-		commits:          desc("writer_commits_total", "Transactions the writer committed (coalesced writes share one)."),
-		busyRetries:      desc("busy_retries_total", "BEGINs that found SQLite's lock taken and were tried again."),
-		busyErrors:       desc("busy_errors_total", "Reads and writes that failed with ErrBusy: the database stayed locked past Timeout."),
-		checkpoints:      desc("checkpoints_total", "WAL checkpoints, by kind: background (PASSIVE, own connection), inline (the writer finishing a background one), restart (the writer, past the hard limit), truncate (once writes stopped).", "kind"),
-		checkpointErrors: desc("checkpoint_errors_total", "WAL checkpoints that failed (tried again at the next signal)."),
-		poolOpen:         desc("pool_open_connections", "Open connections, by pool (read, write).", "pool"),
-		poolInUse:        desc("pool_in_use_connections", "Connections in use, by pool.", "pool"),
-		poolWaits:        desc("pool_waits_total", "Times a caller of database/sql waited for a free connection, by pool.", "pool"),
-		poolWaitSeconds:  desc("pool_wait_seconds_total", "Time callers of database/sql spent waiting for a free connection, by pool.", "pool"),
-		readWaits:        desc("read_waits_total", "Reads that found every read connection taken and waited for one, in arrival order."),
-		readWaitSeconds:  desc("read_wait_seconds_total", "Time reads spent waiting for a read connection."),
-		writeWaitSeconds: desc("writer_wait_seconds_total", "Time the writes run spent waiting for their turn (divide by writer_turns_total for the mean)."),
+		db:                 db,
+		queueDepth:         desc("writer_queue_depth", "Writes waiting for the writer now."),
+		queueMaxDepth:      desc("writer_queue_max_depth", "Most writes ever waiting for the writer at once."),
+		turns:              desc("writer_turns_total", "Writes the writer ran, ordinary and coalesced."),
+		abandoned:          desc("writer_abandoned_total", "Writes whose caller left (context ended, Timeout passed) before their turn; they never ran."),
+		commits:            desc("writer_commits_total", "Transactions the writer committed (coalesced writes share one)."),
+		busyRetries:        desc("busy_retries_total", "BEGINs that found SQLite's lock taken and were tried again."),
+		busyErrors:         desc("busy_errors_total", "Reads and writes that failed with ErrBusy: the database stayed locked past Timeout."),
+		checkpoints:        desc("checkpoints_total", "WAL checkpoints, by kind: background (PASSIVE, own connection), inline (the writer finishing a background one), restart (the writer, past the hard limit), truncate (once writes stopped).", "kind"),
+		checkpointErrors:   desc("checkpoint_errors_total", "WAL checkpoints that failed (tried again at the next signal)."),
+		checkpointsStopped: desc("checkpoints_stopped", "1 once a sync of the database file failed: no checkpoint runs any more, the WAL keeps every frame, and opening the database again copies them (restart the process)."),
+		mapped:             desc("mapped", "1 if the file (database, wal) is read from a memory map (Options.MemoryMap).", "file"),
+		poolOpen:           desc("pool_open_connections", "Open connections, by pool (read, write).", "pool"),
+		poolInUse:          desc("pool_in_use_connections", "Connections in use, by pool.", "pool"),
+		poolWaits:          desc("pool_waits_total", "Times a caller of database/sql waited for a free connection, by pool.", "pool"),
+		poolWaitSeconds:    desc("pool_wait_seconds_total", "Time callers of database/sql spent waiting for a free connection, by pool.", "pool"),
+		readWaits:          desc("read_waits_total", "Reads that found every read connection taken and waited for one, in arrival order."),
+		readWaitSeconds:    desc("read_wait_seconds_total", "Time reads spent waiting for a read connection."),
+		writeWaitSeconds:   desc("writer_wait_seconds_total", "Time the writes run spent waiting for their turn (divide by writer_turns_total for the mean)."),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.queueDepth, c.queueMaxDepth, c.turns, c.abandoned, c.commits,
-		c.busyRetries, c.busyErrors, c.checkpoints, c.checkpointErrors,
+		c.busyRetries, c.busyErrors, c.checkpoints, c.checkpointErrors, c.checkpointsStopped, c.mapped,
 		c.poolOpen, c.poolInUse, c.poolWaits, c.poolWaitSeconds,
 		c.readWaits, c.readWaitSeconds, c.writeWaitSeconds,
 	} {
@@ -109,6 +114,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.checkpoints, float64(k.Restarts), "restart")
 	counter(c.checkpoints, float64(k.Truncates), "truncate")
 	counter(c.checkpointErrors, float64(k.Errors))
+	gauge(c.checkpointsStopped, bit(k.Stopped != ""))
+	gauge(c.mapped, bit(s.Mapped.Database), "database")
+	gauge(c.mapped, bit(s.Mapped.WAL), "wal")
 
 	pool := func(name string, p sql.DBStats) {
 		gauge(c.poolOpen, float64(p.OpenConnections), name)
@@ -120,4 +128,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	pool("write", s.WritePool)
 	counter(c.readWaits, float64(s.ReadWaits))
 	counter(c.readWaitSeconds, s.ReadWaitTime.Seconds())
+}
+
+// bit is 1 for true, 0 for false.
+func bit(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

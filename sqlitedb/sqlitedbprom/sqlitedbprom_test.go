@@ -54,10 +54,18 @@ func TestCollectorDefaults(t *testing.T) {
 	work(t, db, 5)
 	c := sqlitedbprom.NewCollector(db, "test")
 
-	// 6 writer metrics, 2 busy, 4 checkpoint kinds and their errors, 4 for
-	// each of the 2 pools, 2 for the reads' own queue.
-	if n := testutil.CollectAndCount(c); n != 6+2+5+2*4+2 {
-		t.Errorf("CollectAndCount = %d, want %d", n, 6+2+5+2*4+2)
+	// 6 writer metrics, 2 busy, 4 checkpoint kinds, their errors and
+	// whether they stopped, 2 mapped files, 4 for each of the 2 pools, 2
+	// for the reads' own queue.
+	if n := testutil.CollectAndCount(c); n != 6+2+6+2+2*4+2 {
+		t.Errorf("CollectAndCount = %d, want %d", n, 6+2+6+2+2*4+2)
+	}
+	healthy := `# HELP test_sqlite_checkpoints_stopped 1 once a sync of the database file failed: no checkpoint runs any more, the WAL keeps every frame, and opening the database again copies them (restart the process).
+# TYPE test_sqlite_checkpoints_stopped gauge
+test_sqlite_checkpoints_stopped 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(healthy), "test_sqlite_checkpoints_stopped"); err != nil {
+		t.Errorf("a healthy database: %v", err)
 	}
 	if problems, err := testutil.CollectAndLint(c); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,304 @@
+//go:build linux
+
+package faultfs_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/loremnews/loremnews/sqlitedb"
+	"github.com/loremnews/loremnews/sqlitedb/faultfs"
+	"github.com/loremnews/loremnews/sqlitedb/internal/testenv"
+)
+
+// within bounds every wait of these tests.
+const within = time.Minute
+
+// mount mounts a failing disk for the test, or ends the test where FUSE
+// cannot be mounted (not root, no /dev/fuse): it skips, or fails under
+// SQLITEDB_REQUIRE_ALL=1.
+func mount(t *testing.T) *faultfs.FS {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "the failing-disk tests mount a FUSE file system and need root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testenv.Missing(t, "the failing-disk tests need /dev/fuse: %v", err)
+	}
+	backing, dir := t.TempDir(), t.TempDir()
+	m, err := faultfs.Mount(backing, dir)
+	if err != nil {
+		testenv.Missing(t, "cannot mount FUSE here: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := m.Unmount(); err != nil {
+			t.Error(err)
+		}
+	})
+	return m
+}
+
+// onDisk opens what the disk holds of the database name, after the mount
+// is gone (what a machine that lost power, or a restart, finds), with
+// SQLite's own VFS, and reports its integrity check and its rows in t.
+func onDisk(t *testing.T, m *faultfs.FS, name string) (integrity string, rows int64) {
+	t.Helper()
+	if err := m.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(m.Backing, name)+"?vfs=unix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil {
+		return err.Error(), -1
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&rows); err != nil {
+		return err.Error(), -1
+	}
+	return integrity, rows
+}
+
+// The lost write-back: the disk loses the pages a checkpoint copied into
+// the database file, and reports it once to each open descriptor. The
+// first checkpoint is held to part of the WAL by a read's snapshot, so
+// SQLite marks the frames it copied as copied before any sync, and a later
+// complete checkpoint would start from past them. Plain SQLite (its own
+// checkpoints, on its own VFS) runs the same writes beside it as the
+// reference.
+//
+// The package must lose nothing: every write acknowledged is on the disk,
+// whole, afterwards, and Close says the sync failed. (Plain SQLite's
+// result is logged; the package must do at least as well.)
+func TestALostWriteBackLosesNoAcknowledgedWrite(t *testing.T) {
+	const before, during, after = 500, 700, 300
+	const total = before + during + after
+
+	t.Run("sqlitedb", func(t *testing.T) {
+		m := mount(t)
+		ctx := context.Background()
+		db, err := sqlitedb.Open(ctx, filepath.Join(m.Dir, "lost.db"), &sqlitedb.Options{Timeout: within})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		write := func(n int) {
+			t.Helper()
+			for range n {
+				err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+					_, err := tx.Exec(ctx, `INSERT INTO t (body) VALUES (randomblob(1000))`)
+					return err
+				})
+				if err != nil {
+					t.Fatalf("a write: %v", err)
+				}
+			}
+		}
+		if err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+			_, err := tx.Exec(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.LoseWriteBack("lost.db"); err != nil {
+			t.Fatal(err)
+		}
+		write(before)
+		held, release := make(chan struct{}), make(chan struct{})
+		readDone := make(chan error, 1)
+		go func() {
+			readDone <- db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+				var n int64
+				err := rx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n)
+				close(held)
+				<-release
+				return err
+			})
+		}()
+		<-held
+		write(during)
+		deadline := time.Now().Add(within)
+		for db.Stats().Checkpoints.Stopped == "" && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		close(release)
+		if err := <-readDone; err != nil {
+			t.Fatal(err)
+		}
+		if !m.WriteBackLost("lost.db") {
+			t.Fatalf("no sync of the database file came while the loss was armed (checkpoints: %+v)", db.Stats().Checkpoints)
+		}
+		write(after)
+		var live int64
+		if err := db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+			return rx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&live)
+		}); err != nil || live != total {
+			t.Fatalf("a live read: %d rows, %v; want %d", live, err, total)
+		}
+		if err := db.Close(); !errors.Is(err, sqlitedb.ErrSyncFailed) {
+			t.Errorf("Close after a lost write-back: %v, want ErrSyncFailed", err)
+		}
+		integrity, rows := onDisk(t, m, "lost.db")
+		t.Logf("sqlitedb: %d writes acknowledged; on the disk afterwards: %d rows, integrity %q", total, rows, integrity)
+		if integrity != "ok" || rows != total {
+			t.Fatalf("on the disk afterwards: %d of %d acknowledged rows, integrity check %q", rows, total, integrity)
+		}
+	})
+
+	t.Run("plain SQLite", func(t *testing.T) {
+		m := mount(t)
+		db, err := sql.Open("sqlite3", "file:"+filepath.Join(m.Dir, "lost.db")+"?vfs=unix&_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		db.SetMaxIdleConns(2)
+		exec := func(q string) error { _, err := db.Exec(q); return err }
+		write := func(n int) (acked int) {
+			for range n {
+				if exec(`INSERT INTO t (body) VALUES (randomblob(1000))`) == nil {
+					acked++
+				}
+			}
+			return acked
+		}
+		if err := exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.LoseWriteBack("lost.db"); err != nil {
+			t.Fatal(err)
+		}
+		acked := write(before)
+		reader, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if _, err := reader.ExecContext(context.Background(), `BEGIN`); err != nil {
+			t.Fatal(err)
+		}
+		if err := reader.QueryRowContext(context.Background(), `SELECT count(*) FROM t`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		acked += write(during)
+		reader.ExecContext(context.Background(), `COMMIT`)
+		reader.Close()
+		acked += write(after)
+		closeErr := db.Close()
+		lost := m.WriteBackLost("lost.db")
+		integrity, rows := onDisk(t, m, "lost.db")
+		t.Logf("plain SQLite: %d writes acknowledged, close: %v; on the disk afterwards: %d rows, integrity %q",
+			acked, closeErr, rows, integrity)
+		if !lost {
+			t.Fatal("no sync of the database file came while the loss was armed: the reference did not meet the failure")
+		}
+	})
+}
+
+// childEnv names the variable that makes the test binary a child that
+// reads the database it names (see TestMain).
+const childEnv = "FAULTFS_CHILD_READ"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(childEnv); path != "" {
+		childRead(path, os.Getenv("FAULTFS_CHILD_MAP") == "1")
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// childRead opens path and reads every row of t, then prints what
+// happened: "read ok N" or "read error: …". A read error through a
+// memory map kills the process (SIGBUS) before it prints.
+func childRead(path string, memoryMap bool) {
+	ctx := context.Background()
+	db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{MemoryMap: memoryMap})
+	if err != nil {
+		fmt.Println("open error:", err)
+		os.Exit(0)
+	}
+	var sum int64
+	err = db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		return rx.QueryRow(ctx, `SELECT sum(length(body)) FROM t`).Scan(&sum)
+	})
+	if err != nil {
+		fmt.Printf("read error (SQLite code %d): %v\n", sqlitedb.ErrorCode(err), err)
+	} else {
+		fmt.Println("read ok", sum)
+	}
+	db.Close()
+}
+
+// A read I/O error is an error for the statement that met it, never a
+// crash of the process, with the package's default reads (SQLite's own):
+// a page that cannot be read fails the read, with an error that names the
+// system call's EIO, the process lives, and once the disk reads again, so does the database.
+// With Options.MemoryMap the same error ends the process with SIGBUS, as
+// the option's documentation warns. Each read runs in a child process,
+// where a SIGBUS can be seen as what it is.
+func TestAReadErrorIsAnErrorNotACrash(t *testing.T) {
+	m := mount(t)
+	ctx := context.Background()
+	path := filepath.Join(m.Dir, "read.db")
+	db, err := sqlitedb.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO t (body) WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 300)
+			SELECT randomblob(3000) FROM c`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil { // the WAL copied into the file and truncated
+		t.Fatal(err)
+	}
+	read := func(memoryMap bool) (string, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"="+path, fmt.Sprintf("FAULTFS_CHILD_MAP=%d", map[bool]int{true: 1}[memoryMap]))
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	// A page in the middle of the table.
+	if err := m.FailRead("read.db", 40*4096+100); err != nil {
+		t.Fatal(err)
+	}
+	// SQLite answers a read that failed with EIO as a corrupt file
+	// (SQLITE_IOERR_CORRUPTFS, reported as SQLITE_CORRUPT); the error says
+	// what the system call answered.
+	out, err := read(false)
+	if err != nil || !strings.Contains(out, "read error") || !strings.Contains(out, "input/output error") {
+		t.Errorf("reading a page that cannot be read: the process ended with %v and printed %q, want the read to fail naming the I/O error, and the process to live", err, out)
+	}
+	out, err = read(true)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(out, "SIGBUS") {
+		t.Errorf("reading a page that cannot be read through the memory map: %v, %.200q; want the process killed by SIGBUS, as MemoryMap's documentation says", err, out)
+	}
+	if err := m.Heal("read.db"); err != nil {
+		t.Fatal(err)
+	}
+	for _, memoryMap := range []bool{false, true} {
+		if out, err := read(memoryMap); err != nil || out != "read ok 900000" {
+			t.Errorf("reading (MemoryMap %v) once the disk reads again: %v, %q; want read ok 900000", memoryMap, err, out)
+		}
+	}
+}
