@@ -229,8 +229,16 @@ func (e *Error) Busy() bool { return e.Code&0xff == 5 || e.Code&0xff == 6 }
 func (c *driverConn) lastError(rc C.int) error {
 	e := &Error{Code: int(C.sqlite3_extended_errcode(c.handle)), Message: C.GoString(C.sqlite3_errmsg(c.handle))}
 	switch e.Code & 0xff {
-	case sqliteIOErr, sqliteCorrupt, sqliteFull, sqliteCantOpen:
+	case sqliteIOErr, sqliteFull, sqliteCantOpen:
 		e.Errno = syscall.Errno(C.lite_last_errno(c.handle))
+	case sqliteCorrupt:
+		// Only the errors SQLite turns into a corrupt file
+		// (SQLITE_IOERR_CORRUPTFS): the file's last errno may be older
+		// than a corruption found in the bytes themselves.
+		switch errno := syscall.Errno(C.lite_last_errno(c.handle)); errno {
+		case syscall.EIO, syscall.ERANGE, syscall.ENXIO:
+			e.Errno = errno
+		}
 	}
 	return e
 }

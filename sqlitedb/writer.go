@@ -494,8 +494,9 @@ func (wr *writer) afterGoexit(w *pendingWrite) {
 
 // begin takes the write connection and starts a write transaction on it,
 // BEGIN IMMEDIATE, retrying while another process holds SQLite's write
-// lock, and closes the connection's commit gate: until the transaction
-// ends, only the writer's own COMMIT can commit on it. The transaction is
+// lock, and closes the connection's commit gate: from then on only the
+// writer's own COMMIT (execCommit) commits on it, until close opens it
+// for Close's own statements. The transaction is
 // run on the connection itself, not a *sql.Tx: database/sql starts a
 // goroutine for every *sql.Tx (to roll it back if its context ends) and
 // one for every query inside one, and a write here is never cancelled.
@@ -517,21 +518,12 @@ func (wr *writer) begin() (*sql.Conn, txnMark, error) {
 	return conn, txn, nil
 }
 
-// release opens the commit gate again and gives the connection back.
-func (wr *writer) release(conn *sql.Conn) {
-	onOwnConn(conn, "release", func(c *driverConn) error {
-		c.hooks.allow_commit = 1
-		return nil
-	})
-	conn.Close()
-}
-
 // rollback rolls back the transaction on conn, if SQLite has not already,
 // and gives the connection back. It cannot fail in a way worth reporting
 // over the error that caused it.
 func (wr *writer) rollback(conn *sql.Conn) {
 	execOn(conn, `ROLLBACK`)
-	wr.release(conn)
+	conn.Close()
 }
 
 // commit commits the transaction on conn and gives the connection back.
@@ -539,7 +531,7 @@ func (wr *writer) rollback(conn *sql.Conn) {
 // or a full disk what the COMMIT may have left in the WAL is voided
 // first; if the void cannot run, writes stop until it has (voidPending).
 func (wr *writer) commit(conn *sql.Conn) error {
-	defer wr.release(conn)
+	defer conn.Close()
 	err := execCommit(conn)
 	if err == nil {
 		return nil
@@ -684,6 +676,14 @@ func (wr *writer) timedOut() error {
 func (wr *writer) close() {
 	wr.closeOnce.Do(func() { close(wr.stop) })
 	<-wr.stopped
+	// Close's own statements (PRAGMA optimize may commit statistics) pass.
+	if conn, err := wr.cfg.pool.Conn(context.Background()); err == nil {
+		onOwnConn(conn, "close", func(c *driverConn) error {
+			c.hooks.allow_commit = 1
+			return nil
+		})
+		conn.Close()
+	}
 	for { // answer anything still queued
 		select {
 		case w := <-wr.queue:
