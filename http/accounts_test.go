@@ -393,7 +393,41 @@ func testPostEditsPerAccount(t *testing.T, be backend) {
 	}
 	r = b.post(path, url.Values{"title": {"One edit too many"}})
 	wantStatus(t, r, http.StatusTooManyRequests)
-	wantBody(t, r, "You have saved the most post edits one account may in an hour (30). Try again in 60 minutes.")
+	wantBody(t, r, "You have saved the most edits (posts, comments and profile) one account may in an hour (30). Try again in 60 minutes.")
+}
+
+// TestCommentAndProfileEditsCount: saving a comment's edit or the profile
+// counts with post edits, 30 an hour together; the next save of either
+// gets 429 naming the limit.
+func TestCommentAndProfileEditsCount(t *testing.T) {
+	forEachBackend(t, testCommentAndProfileEditsCount)
+}
+
+func testCommentAndProfileEditsCount(t *testing.T, be backend) {
+	site := newTestSite(t, be, siteOptions{})
+	me := site.ds.Users[0]
+	c, err := site.db.CreateComment(context.Background(), site.ds.Posts[0].ID, me.ID, loremnews.CommentInput{Body: "A comment to edit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := site.browser()
+	b.signIn(0)
+	commentPath := fmt.Sprintf("/comments/%d", c.ID)
+	profilePath := fmt.Sprintf("/users/%d", me.ID)
+	for i := range 30 {
+		if i%2 == 0 {
+			wantRedirect(t, b.post(commentPath, url.Values{"body": {fmt.Sprint("Edited comment ", i)}}), "/posts/")
+		} else {
+			wantRedirect(t, b.post(profilePath, url.Values{"screen_name": {me.ScreenName}, "about": {fmt.Sprint("About, saved ", i)}}), profilePath)
+		}
+	}
+	for _, r := range []*response{
+		b.post(commentPath, url.Values{"body": {"One edit too many"}}),
+		b.post(profilePath, url.Values{"screen_name": {me.ScreenName}, "about": {"One save too many"}}),
+	} {
+		wantStatus(t, r, http.StatusTooManyRequests)
+		wantBody(t, r, "You have saved the most edits (posts, comments and profile) one account may in an hour (30).")
+	}
 }
 
 // TestDeviceCookieHasALimitOfItsOwn: a device cookie spares its browser

@@ -90,37 +90,24 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
-	// The address's limit comes first: an address past it is refused
-	// before the account's limits cost a write to the database.
-	rs := []reservation{
-		{h.addrFailures, keyOf("address", addr)},
-		{h.accountAddrFailures, keyOf("account+address", account, addr)},
-	}
 	// A browser the account knows (its device cookie) is held to the
-	// cookie's own limit instead of the account's, until it has used it.
-	// Its attempt stays taken only when the password is judged wrong.
+	// cookie's own limit instead of the account's and the account's from
+	// its address, until it has used it: an attacker behind the owner's
+	// address (an office's NAT, the same IPv6 /64) cannot lock the owner's
+	// own browser out. Its attempt stays taken only when the password is
+	// judged wrong.
 	known, releaseDevice, err := h.trustedDevice(r, u)
 	if err != nil {
 		h.renderError(w, r, err)
 		return
 	}
+	rs := h.failureLimits(account, addr, known)
 	judgedWrong := false
 	defer func() {
 		if !judgedWrong {
 			releaseDevice()
 		}
 	}()
-	if !known {
-		rs = append(rs, reservation{h.accountFailures, keyOf("account", account)})
-	}
-	// The password check is counted, whatever its outcome.
-	if refusedBy, wait, err := h.reserveCheck(r.Context(), account, addr, known); err != nil {
-		h.renderError(w, r, err)
-		return
-	} else if refusedBy != nil {
-		h.renderError(w, r, h.tooMany(w, refusedBy, wait, known))
-		return
-	}
 	// The attempt is counted before the password is checked, so requests
 	// sent at once cannot all be judged; a successful one is given back.
 	release, refusedBy, wait, err := reserveAll(r.Context(), rs...)
@@ -128,6 +115,19 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, err)
 		return
 	} else if refusedBy != nil {
+		h.renderError(w, r, h.tooMany(w, refusedBy, wait, known))
+		return
+	}
+	// The password check is counted, whatever its outcome — and only an
+	// attempt that gets this far is checked: one refused above must not
+	// count toward the account's cap, or a few requests from one address
+	// would close the account to every new browser.
+	if refusedBy, wait, err := h.reserveCheck(r.Context(), account, addr, known); err != nil {
+		release()
+		h.renderError(w, r, err)
+		return
+	} else if refusedBy != nil {
+		release()
 		h.renderError(w, r, h.tooMany(w, refusedBy, wait, known))
 		return
 	}
@@ -245,7 +245,7 @@ func (h *Handler) tooMany(w http.ResponseWriter, refusedBy limiter, wait time.Du
 	case h.accountPosts:
 		msg = fmt.Sprintf("You have written the most posts one account may in %s (%d). Try again in %d minutes.", windowText(h.cfg.ContentWindow), h.cfg.PostsPerAccount, minutes)
 	case h.accountEdits:
-		msg = fmt.Sprintf("You have saved the most post edits one account may in %s (%d). Try again in %d minutes.", windowText(h.cfg.ContentWindow), h.cfg.EditsPerAccount, minutes)
+		msg = fmt.Sprintf("You have saved the most edits (posts, comments and profile) one account may in %s (%d). Try again in %d minutes.", windowText(h.cfg.ContentWindow), h.cfg.EditsPerAccount, minutes)
 	case h.accountComments:
 		msg = fmt.Sprintf("You have written the most comments one account may in %s (%d). Try again in %d minutes.", windowText(h.cfg.ContentWindow), h.cfg.CommentsPerAccount, minutes)
 	default:
@@ -267,7 +267,7 @@ func windowText(d time.Duration) string {
 // fails. A refusal is a 429 naming the limit; a limit that cannot be
 // checked, a 503.
 func (h *Handler) reserveWrite(w http.ResponseWriter, r *http.Request, l limiter) (release func(), err error) {
-	release, refusedBy, wait, err := reserveAll(r.Context(), reservation{l, keyOf("account-id", strconv.FormatInt(state(r).user.ID, 10))})
+	release, refusedBy, wait, err := reserveAll(r.Context(), reservation{l: l, key: keyOf("account-id", strconv.FormatInt(state(r).user.ID, 10))})
 	if err != nil {
 		return nil, err
 	} else if refusedBy != nil {
@@ -276,15 +276,34 @@ func (h *Handler) reserveWrite(w http.ResponseWriter, r *http.Request, l limiter
 	return release, nil
 }
 
+// failureLimits are the limits a password guess for account from addr
+// counts against until it is judged right. The address's limit comes
+// first: an address past it is refused before the account's limits cost a
+// write to the database. A browser the account knows (knownDevice) is held
+// to its device cookie's limit instead of the account's, and is not
+// refused by the account's limit from its address, which others behind
+// the same address may have used up; its guesses still count there, so a
+// stolen cookie, once past its own limit, finds that one spent too.
+func (h *Handler) failureLimits(account, addr string, knownDevice bool) []reservation {
+	rs := []reservation{
+		{l: h.addrFailures, key: keyOf("address", addr)},
+		{l: h.accountAddrFailures, key: keyOf("account+address", account, addr), countOnly: knownDevice},
+	}
+	if !knownDevice {
+		rs = append(rs, reservation{l: h.accountFailures, key: keyOf("account", account)})
+	}
+	return rs
+}
+
 // reserveCheck counts one password check (a bcrypt comparison) against
 // the address's limit and, from a browser the account does not know, the
 // account's, whatever the check's outcome: it is never given back. It
 // answers the limiter that refused, if one did, or the error (EUNAVAILABLE)
 // of one that could not count.
 func (h *Handler) reserveCheck(ctx context.Context, account, addr string, knownDevice bool) (refusedBy limiter, wait time.Duration, err error) {
-	rs := []reservation{{h.addrChecks, keyOf("checks-address", addr)}}
+	rs := []reservation{{l: h.addrChecks, key: keyOf("checks-address", addr)}}
 	if !knownDevice {
-		rs = append(rs, reservation{h.accountChecks, keyOf("checks-account", account)})
+		rs = append(rs, reservation{l: h.accountChecks, key: keyOf("checks-account", account)})
 	}
 	_, refusedBy, wait, err = reserveAll(ctx, rs...)
 	return refusedBy, wait, err
@@ -313,22 +332,18 @@ func (h *Handler) checkPassword(w http.ResponseWriter, r *http.Request, u *lorem
 			releaseDevice()
 		}
 	}()
-	if refusedBy, wait, err := h.reserveCheck(r.Context(), account, addr, known); err != nil {
+	release, refusedBy, wait, err := reserveAll(r.Context(), h.failureLimits(account, addr, known)...)
+	if err != nil {
 		return err
 	} else if refusedBy != nil {
 		return h.tooMany(w, refusedBy, wait, known)
 	}
-	rs := []reservation{
-		{h.addrFailures, keyOf("address", addr)},
-		{h.accountAddrFailures, keyOf("account+address", account, addr)},
-	}
-	if !known {
-		rs = append(rs, reservation{h.accountFailures, keyOf("account", account)})
-	}
-	release, refusedBy, wait, err := reserveAll(r.Context(), rs...)
-	if err != nil {
+	// Counted only for a guess that is checked (see signIn).
+	if refusedBy, wait, err := h.reserveCheck(r.Context(), account, addr, known); err != nil {
+		release()
 		return err
 	} else if refusedBy != nil {
+		release()
 		return h.tooMany(w, refusedBy, wait, known)
 	}
 	if !h.checkDigest(r.Context(), u.PasswordDigest, password) {
@@ -368,7 +383,7 @@ func (h *Handler) signUp(w http.ResponseWriter, r *http.Request) {
 	}
 	// Each sign-up costs a bcrypt hash and makes an account: limited per
 	// address, counted whether or not the name turns out to be taken.
-	if _, refusedBy, wait, err := reserveAll(r.Context(), reservation{h.addrSignUps, keyOf("sign-up", addrGroup(h.clientAddr(r)))}); err != nil {
+	if _, refusedBy, wait, err := reserveAll(r.Context(), reservation{l: h.addrSignUps, key: keyOf("sign-up", addrGroup(h.clientAddr(r)))}); err != nil {
 		h.renderError(w, r, err)
 		return
 	} else if refusedBy != nil {

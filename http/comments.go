@@ -82,7 +82,15 @@ func (h *Handler) updateComment(w http.ResponseWriter, r *http.Request) {
 	in := commentInput(r)
 	err = in.Validate()
 	if err == nil {
-		_, err = h.store.UpdateComment(r.Context(), c.ID, in)
+		// An edit rewrites up to a whole comment: counted like post edits.
+		var release func()
+		if release, err = h.reserveWrite(w, r, h.accountEdits); err != nil {
+			h.renderError(w, r, err)
+			return
+		}
+		if _, err = h.store.UpdateComment(r.Context(), c.ID, in); err != nil {
+			release()
+		}
 	}
 	if loremnews.ErrorCode(err) == loremnews.EINVALID {
 		h.render(w, r, statusFor(loremnews.EINVALID), &commentFormPage{basePage: basePage{Title: "Edit comment"},

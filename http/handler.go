@@ -78,7 +78,8 @@ type Config struct {
 	PostsPerAccount    int
 	CommentsPerAccount int
 	// EditsPerAccount is how many times one account may save an edit of
-	// its posts per ContentWindow (default 30).
+	// its posts, its comments or its profile per ContentWindow (default
+	// 30), all counted together.
 	EditsPerAccount int
 	ContentWindow   time.Duration
 	// MaxSessionsPerAccount is how many browsers may be signed in to one

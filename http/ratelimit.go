@@ -253,6 +253,9 @@ func (l *dbLimiter) giveBack(ctx context.Context, key limitKey) {
 type reservation struct {
 	l   limiter
 	key limitKey
+	// countOnly: the attempt is counted if the limit has room, but a full
+	// limit does not refuse it.
+	countOnly bool
 }
 
 // reserveAll takes an attempt from every limiter, or from none: if one
@@ -262,23 +265,26 @@ type reservation struct {
 // (EUNAVAILABLE: the request must be refused with 503). release gives back
 // all of them (after a success).
 func reserveAll(ctx context.Context, rs ...reservation) (release func(), refusedBy limiter, retryAfter time.Duration, err error) {
-	for i, r := range rs {
+	taken := make([]reservation, 0, len(rs))
+	giveBack := func() {
+		for _, t := range taken {
+			t.l.giveBack(ctx, t.key)
+		}
+	}
+	for _, r := range rs {
 		ok, wait, err := r.l.take(ctx, r.key)
-		if err != nil || !ok {
-			for _, taken := range rs[:i] {
-				taken.l.giveBack(ctx, taken.key)
-			}
-			if err != nil {
-				return nil, nil, 0, err
-			}
+		switch {
+		case err != nil:
+			giveBack()
+			return nil, nil, 0, err
+		case ok:
+			taken = append(taken, r)
+		case !r.countOnly:
+			giveBack()
 			return nil, r.l, wait, nil
 		}
 	}
-	return func() {
-		for _, r := range rs {
-			r.l.giveBack(ctx, r.key)
-		}
-	}, nil, 0, nil
+	return giveBack, nil, 0, nil
 }
 
 // accountKey normalises a screen name the way the database compares them.

@@ -123,10 +123,10 @@ func TestReserveAllIsAllOrNothing(t *testing.T) {
 	a, b := newAttemptLimiter(5, time.Minute), newAttemptLimiter(1, time.Minute)
 	k := keyOf("k")
 	ctx := context.Background()
-	if _, refusedBy, _, err := reserveAll(ctx, reservation{a, k}, reservation{b, k}); refusedBy != nil || err != nil {
+	if _, refusedBy, _, err := reserveAll(ctx, reservation{l: a, key: k}, reservation{l: b, key: k}); refusedBy != nil || err != nil {
 		t.Fatal("first reservation refused")
 	}
-	if _, refusedBy, wait, _ := reserveAll(ctx, reservation{a, k}, reservation{b, k}); refusedBy != b || wait <= 0 {
+	if _, refusedBy, wait, _ := reserveAll(ctx, reservation{l: a, key: k}, reservation{l: b, key: k}); refusedBy != b || wait <= 0 {
 		t.Fatal("second reservation allowed past b's limit of 1, or the refusal not named b")
 	}
 	// a gave back the attempt b refused: it holds only the first one.
@@ -148,7 +148,7 @@ func (brokenLimiter) giveBack(context.Context, limitKey) {}
 func TestReserveAllGivesBackOnError(t *testing.T) {
 	a := newAttemptLimiter(5, time.Minute)
 	k := keyOf("k")
-	release, refusedBy, _, err := reserveAll(context.Background(), reservation{a, k}, reservation{brokenLimiter{}, k})
+	release, refusedBy, _, err := reserveAll(context.Background(), reservation{l: a, key: k}, reservation{l: brokenLimiter{}, key: k})
 	if err == nil || release != nil || refusedBy != nil || loremnews.ErrorCode(err) != loremnews.EUNAVAILABLE {
 		t.Fatalf("release %v, refusedBy %v, err %v; want only an EUNAVAILABLE error", release != nil, refusedBy, err)
 	}

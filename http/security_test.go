@@ -129,6 +129,63 @@ func testOwnerGetsInWhileAnotherAddressHammers(t *testing.T, be backend) {
 	wantRedirect(t, stranger.post("/signin", url.Values{"screen_name": {site.ds.Users[1].ScreenName}, "password": {seed.Password}}), "/")
 }
 
+// TestRefusedSignInsDoNotCloseTheAccount: thirty wrong sign-ins to one
+// account from one address: 5 are judged, the other 25 refused by the
+// limit for that account from that address — and the refused ones do not
+// count toward the account's cap on password checks from browsers it does
+// not know (30), so the owner, on a new browser at another address, gets in.
+func TestRefusedSignInsDoNotCloseTheAccount(t *testing.T) {
+	forEachBackend(t, testRefusedSignInsDoNotCloseTheAccount)
+}
+
+func testRefusedSignInsDoNotCloseTheAccount(t *testing.T, be backend) {
+	proxies, _ := lnhttp.ParseTrustedProxies("127.0.0.0/8,::1")
+	site := newTestSite(t, be, siteOptions{handler: lnhttp.Config{TrustedProxies: proxies}})
+	victim := site.ds.Users[0].ScreenName
+	attacker := site.browser()
+	attacker.forwardedFor = "203.0.113.5"
+	for i := range 30 {
+		r := attacker.post("/signin", url.Values{"screen_name": {victim}, "password": {fmt.Sprint("guess-", i)}})
+		if i < 5 {
+			wantStatus(t, r, http.StatusUnprocessableEntity)
+		} else {
+			wantStatus(t, r, http.StatusTooManyRequests)
+		}
+	}
+	phone := site.browser()
+	phone.forwardedFor = "198.51.100.7"
+	wantRedirect(t, phone.post("/signin", url.Values{"screen_name": {victim}, "password": {seed.Password}}), "/")
+}
+
+// TestOwnersBrowserIsSparedItsAddressesGuesses: an attacker behind the
+// owner's own address (an office's NAT) who guesses the owner's password
+// 5 times does not lock out the owner's browser that holds the account's
+// device cookie: its own 5 count instead of the account's from that address.
+func TestOwnersBrowserIsSparedItsAddressesGuesses(t *testing.T) {
+	forEachBackend(t, testOwnersBrowserIsSparedItsAddressesGuesses)
+}
+
+func testOwnersBrowserIsSparedItsAddressesGuesses(t *testing.T, be backend) {
+	proxies, _ := lnhttp.ParseTrustedProxies("127.0.0.0/8,::1")
+	site := newTestSite(t, be, siteOptions{handler: lnhttp.Config{TrustedProxies: proxies}})
+	victim := site.ds.Users[0].ScreenName
+	laptop := site.browser()
+	laptop.forwardedFor = "198.51.100.20"
+	wantRedirect(t, laptop.post("/signin", url.Values{"screen_name": {victim}, "password": {seed.Password}}), "/")
+	wantRedirect(t, laptop.post("/signout", nil), "/")
+	colleague := site.browser()
+	colleague.forwardedFor = "198.51.100.20"
+	for i := range 6 {
+		r := colleague.post("/signin", url.Values{"screen_name": {victim}, "password": {fmt.Sprint("guess-", i)}})
+		if i < 5 {
+			wantStatus(t, r, http.StatusUnprocessableEntity)
+		} else {
+			wantStatus(t, r, http.StatusTooManyRequests)
+		}
+	}
+	wantRedirect(t, laptop.post("/signin", url.Values{"screen_name": {victim}, "password": {seed.Password}}), "/")
+}
+
 // TestSignInLimitPerAddress: one address failing on many accounts is
 // stopped too, even on the right password for another account.
 func TestSignInLimitPerAddress(t *testing.T) { forEachBackend(t, testSignInLimitPerAddress) }

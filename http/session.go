@@ -213,7 +213,7 @@ func (h *Handler) trustedDevice(r *http.Request, u *loremnews.User) (known bool,
 		return false, release, nil
 	}
 	c, _ := r.Cookie(h.cookieName(deviceCookie))
-	rel, refusedBy, _, err := reserveAll(r.Context(), reservation{h.deviceFailures, keyOf("device", c.Value)})
+	rel, refusedBy, _, err := reserveAll(r.Context(), reservation{l: h.deviceFailures, key: keyOf("device", c.Value)})
 	if err != nil {
 		return false, release, err
 	}

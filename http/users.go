@@ -208,6 +208,15 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 	if err == nil && (in.Password != "" || in.ScreenName != me.ScreenName) {
 		err = h.checkPassword(w, r, me, r.PostForm.Get("current_password"))
 	}
+	// A save rewrites the profile: counted like post edits, once the
+	// input is valid (and, for a new name or password, confirmed).
+	release := func() {}
+	if err == nil {
+		if release, err = h.reserveWrite(w, r, h.accountEdits); err != nil {
+			h.renderError(w, r, err)
+			return
+		}
+	}
 	var digest []byte
 	if err == nil && in.Password != "" {
 		digest, err = bcrypt.GenerateFromPassword([]byte(in.Password), h.cfg.BcryptCost)
@@ -223,6 +232,8 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 		}
 		if _, err = h.store.UpdateProfile(r.Context(), me.ID, change); err == nil && token != "" {
 			h.setSessionCookie(w, token)
+		} else if err != nil {
+			release()
 		}
 		if err == nil && digest != nil {
 			// The device cookie is bound to the password: a new one keeps
