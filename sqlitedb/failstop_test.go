@@ -23,15 +23,8 @@ import (
 // reported failed, and none of them is in a copy of the files made right
 // after (what kill -9 leaves).
 func TestAFailedCommitIsVoidedWhileTheLockIsTaken(t *testing.T) {
-	faultUse(t, "sqlitedb")
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "void.db")
-	db, err := sqlitedb.Open(ctx, "file:"+path+"?vfs="+faultvfs.Name+"&_pragma=synchronous(FULL)", &sqlitedb.Options{Timeout: within})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	createT(t, db)
+	db, path := openVoidDB(t)
 	other, err := sql.Open("sqlite3", "file:"+path+"?vfs=unix&_busy_timeout=0")
 	if err != nil {
 		t.Fatal(err)
@@ -99,20 +92,13 @@ func TestAFailedCommitIsVoidedWhileTheLockIsTaken(t *testing.T) {
 // above frames a crash would bring back. Once the disk recovers, the next
 // write voids them first, then commits.
 func TestWritesStopUntilAFailedCommitIsVoided(t *testing.T) {
-	faultUse(t, "sqlitedb")
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "void.db")
-	db, err := sqlitedb.Open(ctx, "file:"+path+"?vfs="+faultvfs.Name+"&_pragma=synchronous(FULL)", &sqlitedb.Options{Timeout: within})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	createT(t, db)
+	db, path := openVoidDB(t)
 	faultvfs.Arm(faultvfs.Sync, 1, true)
 	if err := db.Write(ctx, insert(1)); sqlitedb.ErrorCode(err) != faultvfs.Sync.Code() {
 		t.Fatalf("a write whose COMMIT's fsync failed: %v, want the fsync's error", err)
 	}
-	err = db.Write(ctx, insert(2))
+	err := db.Write(ctx, insert(2))
 	if err == nil || !strings.Contains(err.Error(), "not writing until it is voided") {
 		t.Fatalf("a write while the failed COMMIT is not voided: %v, want a refusal saying so", err)
 	}
@@ -126,6 +112,22 @@ func TestWritesStopUntilAFailedCommitIsVoided(t *testing.T) {
 	if n := faultRowsInCopy(t, path, `SELECT count(*) FROM t WHERE n <> 3`); n != 0 {
 		t.Fatalf("%d rows of failed writes in a copy of the files, want 0", n)
 	}
+}
+
+// openVoidDB opens a database with table t through the fault VFS over
+// the package's, with synchronous=FULL (each COMMIT syncs the WAL), closed
+// when the test ends.
+func openVoidDB(t *testing.T) (*sqlitedb.DB, string) {
+	t.Helper()
+	faultUse(t, "sqlitedb")
+	path := filepath.Join(t.TempDir(), "void.db")
+	db, err := sqlitedb.Open(context.Background(), "file:"+path+"?vfs="+faultvfs.Name+"&_pragma=synchronous(FULL)", &sqlitedb.Options{Timeout: within})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	createT(t, db)
+	return db, path
 }
 
 // faultRowsInCopy copies the database at path with its WAL, as a process
