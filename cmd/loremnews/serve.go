@@ -22,15 +22,18 @@ import (
 
 // serveCommand is a parsed `loremnews serve` command line.
 type serveCommand struct {
-	db              dbFlags
-	seed            seedFlags
-	seedIfEmpty     bool
-	addr            string
-	logLevel        slog.Level
-	site            lnhttp.Config // the handler's settings; the logger, metrics, profiler and benchmarks are added by run
-	benchmarking    bool
-	metrics         bool
-	metricsAddr     string // where /metrics (and the profiler) are served, apart from the site
+	db           dbFlags
+	seed         seedFlags
+	seedIfEmpty  bool
+	addr         string
+	logLevel     slog.Level
+	site         lnhttp.Config // the handler's settings; the logger, metrics, profiler and benchmarks are added by run
+	benchmarking bool
+	metrics      bool
+	metricsAddr  string // where /metrics (and the profiler) are served, apart from the site
+	// metricsDefault: --metrics-addr was not given, so a taken default
+	// port is no reason not to start (a free one is used instead).
+	metricsDefault  bool
 	pprof           bool
 	gcPercent       int
 	shutdownTimeout time.Duration
@@ -83,7 +86,7 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	fs.twin("log-level", "LOREM_LOG_LEVEL")
 	fs.BoolVar(&c.metrics, "metrics", true, "serve Prometheus metrics (request latency by route, writer waits, pool use) at GET /metrics on --metrics-addr,\n      a listener of their own, never on the site's address")
 	fs.twin("metrics", "LOREM_METRICS")
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "`HOST:PORT` for /metrics and --pprof, apart from the site: to this machine only, unless you name a private interface\n      for a scraper elsewhere. Default: 127.0.0.1:"+defaultMetricsPort+" (127.0.0.1:0, a free port, when --addr has port 0)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "`HOST:PORT` for /metrics and --pprof, apart from the site: to this machine only, unless you name a private interface\n      for a scraper elsewhere. Default: 127.0.0.1:"+defaultMetricsPort+" (a free port when that one is taken, or when --addr has port 0).\n      It answers only a Host naming this machine or its own address, and no request a proxy forwarded")
 	fs.twin("metrics-addr", "LOREM_METRICS_ADDR")
 	fs.StringVar(&c.pidFile, "pid-file", "", "write the serving process's PID to `PATH` once it is ready (after a restart on SIGHUP, the new process's)")
 	fs.twin("pid-file", "LOREM_PID_FILE")
@@ -177,6 +180,7 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 		return c, usage("--metrics-addr needs --metrics")
 	}
 	if c.metrics && c.metricsAddr == "" {
+		c.metricsDefault = true
 		port := defaultMetricsPort
 		if _, sitePort, _ := net.SplitHostPort(c.addr); sitePort == "0" {
 			port = "0"
@@ -319,10 +323,20 @@ func (c serveCommand) serveOps(restart *restarter, m *metrics.Metrics, log *slog
 		mux.Handle("/debug/pprof/", pprofHandler())
 	}
 	ln, err := restart.listen("metrics", c.metricsAddr)
+	if err != nil && c.metricsDefault && errors.Is(err, syscall.EADDRINUSE) {
+		// Another program has the default port: a free one, said in the
+		// log, rather than a site that does not start.
+		host, _, _ := net.SplitHostPort(c.metricsAddr)
+		taken := c.metricsAddr
+		if ln, err = restart.listen("metrics", net.JoinHostPort(host, "0")); err == nil {
+			log.Warn("the default metrics port is taken; metrics on a free port instead (set --metrics-addr to choose)", "taken", taken, "addr", ln.Addr().String())
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listen on --metrics-addr %s: %w", c.metricsAddr, err)
 	}
-	srv := lnhttp.NewServer(mux)
+	mhost, _, _ := net.SplitHostPort(c.metricsAddr)
+	srv := lnhttp.NewServer(opsOnly(mhost, mux))
 	go func() {
 		if err := srv.Serve(ln); err != nil {
 			log.Error("metrics server", "err", err)
@@ -374,6 +388,34 @@ func defaultAllowedHosts(host string) []string {
 		}
 	}
 	return hosts
+}
+
+// opsOnly answers the metrics listener's requests only when they were
+// meant for it: a Host naming this machine (localhost, a loopback address)
+// or the listener's own address, and no header a proxy adds. A page on a
+// domain re-pointed at 127.0.0.1 (DNS rebinding) sends its own Host and
+// gets 421; a request a proxy forwarded gets 403: metrics are read by a
+// scraper on this machine or on the listener's own network, never
+// through the site's proxy.
+func opsOnly(listenHost string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip", "True-Client-Ip", "Cf-Connecting-Ip"} {
+			if _, ok := r.Header[h]; ok {
+				http.Error(w, "metrics are not served through a proxy", http.StatusForbidden)
+				return
+			}
+		}
+		host := r.Host
+		if h, _, err := net.SplitHostPort(r.Host); err == nil {
+			host = h
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if !isLoopback(host) && !strings.EqualFold(host, listenHost) {
+			http.Error(w, "this listener serves metrics to this machine's names only", http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func isLoopback(host string) bool {

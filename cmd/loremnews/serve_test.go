@@ -165,6 +165,63 @@ func TestMetricsAddr(t *testing.T) {
 	}
 }
 
+// TestMetricsListenerAnswersThisMachineOnly: the metrics listener refuses
+// a Host that does not name this machine (a page on a domain re-pointed at
+// 127.0.0.1, DNS rebinding) with 421, and a request a proxy forwarded with
+// 403; and a default port another program holds does not stop serve from
+// starting: metrics move to a free port.
+func TestMetricsListenerAnswersThisMachineOnly(t *testing.T) {
+	// The default port, taken (by this test, or by whoever has it already).
+	if ln, err := net.Listen("tcp", "127.0.0.1:"+defaultMetricsPort); err == nil {
+		defer ln.Close()
+	}
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := free.Addr().String()
+	free.Close()
+	_, stdout := startServe(t, "--db", filepath.Join(t.TempDir(), "ops.sqlite3"), "--addr", addr, "--pprof")
+	m := metricsListenRe.FindStringSubmatch(stdout.String())
+	if m == nil {
+		t.Fatalf("no metrics address printed: %s", stdout.String())
+	}
+	if strings.HasSuffix(m[1], ":"+defaultMetricsPort+"/metrics") {
+		t.Fatalf("metrics on %s, a port another listener holds", m[1])
+	}
+	for _, c := range []struct {
+		host, header string
+		want         int
+	}{
+		{"", "", 200},
+		{"localhost:1234", "", 200},
+		{"rebound.example:" + defaultMetricsPort, "", http.StatusMisdirectedRequest},
+		{"", "X-Forwarded-For: 203.0.113.5", http.StatusForbidden},
+		{"", "Forwarded: for=203.0.113.5", http.StatusForbidden},
+	} {
+		for _, path := range []string{"/metrics", "/debug/pprof/"} {
+			req, err := http.NewRequest("GET", strings.TrimSuffix(m[1], "/metrics")+path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.host != "" {
+				req.Host = c.host
+			}
+			if k, v, ok := strings.Cut(c.header, ": "); ok {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("GET %s, Host %q, %q: %d, want %d", path, c.host, c.header, resp.StatusCode, c.want)
+			}
+		}
+	}
+}
+
 // TestParseServeFlags: the command line and the environment become the
 // server's config, the site's settings among them; nothing is opened.
 func TestParseServeFlags(t *testing.T) {
