@@ -85,7 +85,6 @@ type writer struct {
 	// function that calls runtime.Goexit. Writer goroutine only.
 	cur struct {
 		conn  *sql.Conn
-		txn   txnMark
 		batch []*pendingWrite
 	}
 
@@ -341,7 +340,7 @@ func (wr *writer) transact(batch []*pendingWrite, kind batchKind, lostBefore boo
 		failAll(err)
 		return nil, false
 	}
-	wr.cur.conn, wr.cur.txn, wr.cur.batch = conn, txn, batch
+	wr.cur.conn, wr.cur.batch = conn, batch
 	defer func() { wr.cur.conn, wr.cur.batch = nil, nil }()
 	results := make([]error, len(batch))
 	without := func(i int) []*pendingWrite { return append(batch[:i:i], batch[i+1:]...) }
@@ -357,11 +356,12 @@ func (wr *writer) transact(batch []*pendingWrite, kind batchKind, lostBefore boo
 		if txn.ended() {
 			// SQLite rolled the transaction back during w's function.
 			wr.rollback(conn)
-			w.answer(lostError(w, err, &txn, kind))
+			lost := lostError(w, err, &txn, kind)
+			w.answer(lost)
 			others := without(i)
 			if lostBefore {
 				for _, o := range others {
-					o.answer(fmt.Errorf("%w: another write in the same transaction met: %w", ErrRolledBack, err))
+					o.answer(fmt.Errorf("another write in the same transaction: %w", lost))
 				}
 				return nil, true
 			}
