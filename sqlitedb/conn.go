@@ -453,6 +453,12 @@ func (c *driverConn) queryInt(query string, v *int64) error {
 // driver opened for another pool (Migrate's), it runs the statement
 // through database/sql.
 func execOn(conn *sql.Conn, query string) error {
+	return runOn(conn, query, (*driverConn).exec)
+}
+
+// runOn runs query on conn with own if conn is one of the package's
+// connections, else through database/sql.
+func runOn(conn *sql.Conn, query string, own func(*driverConn, string) error) error {
 	foreign := false
 	err := conn.Raw(func(dc any) error {
 		c, ok := dc.(*driverConn)
@@ -460,7 +466,7 @@ func execOn(conn *sql.Conn, query string) error {
 			foreign = true
 			return nil
 		}
-		return c.exec(query)
+		return own(c, query)
 	})
 	if foreign {
 		_, err = conn.ExecContext(context.Background(), query)

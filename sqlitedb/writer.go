@@ -582,22 +582,12 @@ const (
 
 // execCommit runs COMMIT on conn with its commit gate open.
 func execCommit(conn *sql.Conn) error {
-	foreign := false
-	err := conn.Raw(func(dc any) error {
-		c, ok := dc.(*driverConn)
-		if !ok {
-			foreign = true
-			return nil
-		}
+	return runOn(conn, `COMMIT`, func(c *driverConn, query string) error {
 		was := c.hooks.allow_commit
 		c.hooks.allow_commit = 1
 		defer func() { c.hooks.allow_commit = was }()
-		return c.exec(`COMMIT`)
+		return c.exec(query)
 	})
-	if foreign {
-		_, err = conn.ExecContext(context.Background(), `COMMIT`)
-	}
-	return err
 }
 
 // voidFailedCommit makes sure a COMMIT that failed with an I/O error
