@@ -10,8 +10,11 @@ type Session struct {
 	TokenDigest []byte
 	UserAgent   string
 	IPAddress   string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Device is the SHA-256 of the device cookie set with the session (nil
+	// if none): revoking the session forgets that cookie.
+	Device    []byte
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // SessionLimits bound how long the server accepts a session, whatever the

@@ -109,6 +109,13 @@ type SessionStore interface {
 	// matches both, so no one can end another user's session by its id.
 	// ENOTFOUND when the user has no such session.
 	DeleteSession(ctx context.Context, userID, id int64) error
+	// RevokeSession is DeleteSession that also forgets the device cookie
+	// set with the session (its Device) until deviceExpires, when the
+	// cookie would have expired: DeviceRevoked says so until then.
+	RevokeSession(ctx context.Context, userID, id int64, deviceExpires time.Time) error
+	// DeviceRevoked reports whether the device cookie whose SHA-256 is
+	// device was set with a session of the user's that was revoked.
+	DeviceRevoked(ctx context.Context, userID int64, device []byte) (bool, error)
 	// DeleteExpiredSessions deletes every session past limits and says how
 	// many it deleted.
 	DeleteExpiredSessions(ctx context.Context, limits SessionLimits) (int64, error)

@@ -505,3 +505,40 @@ func testOwnerChangesPasswordDuringAnAttack(t *testing.T, be backend) {
 		t.Fatalf("the account is still there: %v", err)
 	}
 }
+
+// TestRevokingASessionForgetsItsDevice: the lost-laptop button. The owner,
+// on the phone, revokes the laptop's session while the account is closed
+// to new browsers; the laptop's device cookie no longer makes it the
+// owner's browser: the right password from it is refused like a
+// stranger's (429), and so is a guess. The phone, whose session stays,
+// still gets in, and signing out keeps a browser's cookie as before.
+func TestRevokingASessionForgetsItsDevice(t *testing.T) {
+	forEachBackend(t, testRevokingASessionForgetsItsDevice)
+}
+
+func testRevokingASessionForgetsItsDevice(t *testing.T, be backend) {
+	site := proxiedSite(t, be, lnhttp.Config{SignInFailuresPerAccount: 3})
+	u := site.ds.Users[0]
+	signIn := func(b *browser) *response {
+		t.Helper()
+		return b.post("/signin", url.Values{"screen_name": {u.ScreenName}, "password": {seed.Password}})
+	}
+	laptop, phone := site.browser(), site.browser()
+	laptop.forwardedFor, phone.forwardedFor = "198.51.100.1", "198.51.100.2"
+	wantRedirect(t, signIn(laptop), "/")
+	wantRedirect(t, signIn(phone), "/")
+	sessions, err := site.db.UserSessions(context.Background(), u.ID, loremnews.SessionLimits{})
+	if err != nil || len(sessions) != 2 {
+		t.Fatalf("sessions = %v, %v; want the laptop's and the phone's", sessions, err)
+	}
+	laptopSession := min(sessions[0].ID, sessions[1].ID) // it signed in first
+	lockAccount(t, site, u.ScreenName, 4)                // past the account's 3 for new browsers
+
+	wantRedirect(t, phone.post(fmt.Sprintf("/sessions/%d/delete", laptopSession), nil), fmt.Sprintf("/users/%d", u.ID))
+	wantRedirect(t, laptop.get("/posts/new"), "/signin") // signed out
+	wantStatus(t, signIn(laptop), http.StatusTooManyRequests)
+	wantStatus(t, laptop.post("/signin", url.Values{"screen_name": {u.ScreenName}, "password": {"a guess"}}), http.StatusTooManyRequests)
+
+	wantRedirect(t, phone.post("/signout", nil), "/")
+	wantRedirect(t, signIn(phone), "/")
+}

@@ -156,7 +156,6 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
-	h.setDeviceCookie(w, u)
 	h.setFlash(w, "signed-in")
 	if returnTo == "" {
 		returnTo = "/"
@@ -400,13 +399,13 @@ func (h *Handler) signUp(w http.ResponseWriter, r *http.Request) {
 		fail(err) // the one invalid case left: the screen name is taken
 		return
 	}
+	// The browser that made the account is one it has signed in with (its
+	// device cookie, set with the session): its owner is not locked out of
+	// it by others' failed sign-ins.
 	if err := h.startSession(w, r, u); err != nil {
 		h.renderError(w, r, err)
 		return
 	}
-	// The browser that made the account is one it has signed in with: its
-	// owner is not locked out of it by others' failed sign-ins.
-	h.setDeviceCookie(w, u)
 	h.setFlash(w, "signed-up")
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }

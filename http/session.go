@@ -115,10 +115,16 @@ func (h *Handler) csrfToken(kind string, binding []byte) string {
 // so the browser's CSRF token changes with it.
 func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, u *loremnews.User) error {
 	s, token := h.newSession(r, u.ID)
+	// The browser is one the account has signed in with (see
+	// newDeviceCookie); the session keeps which cookie, so revoking it
+	// forgets the cookie too.
+	device := h.newDeviceCookie(u)
+	s.Device = deviceDigest(device)
 	if err := h.store.CreateSession(r.Context(), s); err != nil {
 		return err
 	}
 	h.setSessionCookie(w, token)
+	h.setCookie(w, deviceCookie, device, deviceCookieLifetime)
 	h.signOutOldest(r.Context(), u.ID)
 	return nil
 }
@@ -185,12 +191,13 @@ func (h *Handler) clearCookie(w http.ResponseWriter, base string) {
 	http.SetCookie(w, &http.Cookie{Name: h.cookieName(base), Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.cfg.SecureCookies})
 }
 
-// setDeviceCookie remembers that this browser signed in to u's account:
+// newDeviceCookie is the value of a cookie that remembers that this
+// browser signed in to u's account:
 // the account's id and the time, signed with the server's key over those
 // and the account's stored password digest. The id, not the screen name,
 // so whoever takes the name after a rename or a deletion is not known to
 // this browser; the digest, so a new password forgets every browser.
-func (h *Handler) setDeviceCookie(w http.ResponseWriter, u *loremnews.User) {
+func (h *Handler) newDeviceCookie(u *loremnews.User) string {
 	// A random nonce makes each browser's cookie its own, even two set for
 	// one account in the same second: each has its own limit of wrong
 	// passwords (deviceFailures).
@@ -198,7 +205,13 @@ func (h *Handler) setDeviceCookie(w http.ResponseWriter, u *loremnews.User) {
 	rand.Read(nonce)
 	id := strconv.FormatInt(u.ID, 10)
 	issued := strconv.FormatInt(h.now().Unix(), 10) + "." + base64.RawURLEncoding.EncodeToString(nonce)
-	h.setCookie(w, deviceCookie, id+"."+issued+"."+h.deviceMAC(id, issued, u.PasswordDigest), deviceCookieLifetime)
+	return id + "." + issued + "." + h.deviceMAC(id, issued, u.PasswordDigest)
+}
+
+// deviceDigest is what the database keeps of a device cookie: its SHA-256.
+func deviceDigest(value string) []byte {
+	sum := sha256.Sum256([]byte(value))
+	return sum[:]
 }
 
 // trustedDevice takes one attempt from the device cookie's own limit when
@@ -209,8 +222,11 @@ func (h *Handler) setDeviceCookie(w http.ResponseWriter, u *loremnews.User) {
 // no-op when nothing was taken.
 func (h *Handler) trustedDevice(r *http.Request, u *loremnews.User) (known bool, release func(), err error) {
 	release = func() {}
-	if u == nil || !h.knownDevice(r, u) {
+	if u == nil {
 		return false, release, nil
+	}
+	if known, err := h.knownDevice(r, u); err != nil || !known {
+		return false, release, err
 	}
 	c, _ := r.Cookie(h.cookieName(deviceCookie))
 	rel, refusedBy, _, err := reserveAll(r.Context(), reservation{l: h.deviceFailures, key: keyOf("device", c.Value)})
@@ -225,26 +241,31 @@ func (h *Handler) trustedDevice(r *http.Request, u *loremnews.User) (known bool,
 
 // knownDevice reports whether the browser holds a valid device cookie for
 // u's account as it is now: its id, and the password it had when the
-// cookie was set.
-func (h *Handler) knownDevice(r *http.Request, u *loremnews.User) bool {
+// cookie was set; and whether the session it was set with has not been
+// revoked since.
+func (h *Handler) knownDevice(r *http.Request, u *loremnews.User) (bool, error) {
 	c, err := r.Cookie(h.cookieName(deviceCookie))
 	if err != nil {
-		return false
+		return false, nil
 	}
 	// id.issued.nonce.mac; a cookie set before nonces, id.issued.mac,
 	// stays good until it expires.
 	id, rest, _ := strings.Cut(c.Value, ".")
 	cut := strings.LastIndexByte(rest, '.')
 	if cut < 0 {
-		return false
+		return false, nil
 	}
 	issued, mac := rest[:cut], rest[cut+1:]
 	if id != strconv.FormatInt(u.ID, 10) || subtle.ConstantTimeCompare([]byte(mac), []byte(h.deviceMAC(id, issued, u.PasswordDigest))) != 1 {
-		return false
+		return false, nil
 	}
 	secs, _, _ := strings.Cut(issued, ".")
 	sec, err := strconv.ParseInt(secs, 10, 64)
-	return err == nil && h.now().Sub(time.Unix(sec, 0)) <= deviceCookieLifetime
+	if err != nil || h.now().Sub(time.Unix(sec, 0)) > deviceCookieLifetime {
+		return false, nil
+	}
+	revoked, err := h.store.DeviceRevoked(r.Context(), u.ID, deviceDigest(c.Value))
+	return err == nil && !revoked, err
 }
 
 // deviceMAC signs a device cookie's account id and time of issue (with its

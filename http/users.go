@@ -223,24 +223,27 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		change := loremnews.ProfileChange{ScreenName: in.ScreenName, About: in.About}
-		var token string
+		var token, device string
 		if digest != nil {
 			// Every session ends, this browser's too, and this browser gets a
-			// new one: a copy of its old cookie signs no one in either.
+			// new one: a copy of its old cookie signs no one in either. The
+			// device cookie is bound to the password: a new one keeps this
+			// browser known. Without a new password the cookie this browser
+			// holds stays valid as it is.
 			change.PasswordDigest = string(digest)
 			change.NewSession, token = h.newSession(r, me.ID)
+			after := *me
+			after.PasswordDigest = string(digest)
+			device = h.newDeviceCookie(&after)
+			change.NewSession.Device = deviceDigest(device)
 		}
 		if _, err = h.store.UpdateProfile(r.Context(), me.ID, change); err == nil && token != "" {
 			h.setSessionCookie(w, token)
 		} else if err != nil {
 			release()
 		}
-		if err == nil && digest != nil {
-			// The device cookie is bound to the password: a new one keeps
-			// this browser known. Without a new password the cookie this
-			// browser holds stays valid as it is.
-			me.PasswordDigest = string(digest)
-			h.setDeviceCookie(w, me)
+		if err == nil && device != "" {
+			h.setCookie(w, deviceCookie, device, deviceCookieLifetime)
 		}
 	}
 	if loremnews.ErrorCode(err) == loremnews.EINVALID {
@@ -308,7 +311,8 @@ func (h *Handler) deleteUser(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
-// revokeSession signs out one of the reader's own browsers.
+// revokeSession signs out one of the reader's own browsers and forgets the
+// device cookie set with its session: a lost laptop keeps no guesses.
 func (h *Handler) revokeSession(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err != nil {
@@ -318,7 +322,7 @@ func (h *Handler) revokeSession(w http.ResponseWriter, r *http.Request) {
 	me := state(r).user
 	// Someone else's session and none at all are both ENOTFOUND, said the
 	// same way, so ids of other people's sessions cannot be probed.
-	if err := h.store.DeleteSession(r.Context(), me.ID, id); loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
+	if err := h.store.RevokeSession(r.Context(), me.ID, id, h.now().Add(deviceCookieLifetime)); loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
 		h.renderError(w, r, notFound("No such session."))
 		return
 	} else if err != nil {
@@ -327,6 +331,7 @@ func (h *Handler) revokeSession(w http.ResponseWriter, r *http.Request) {
 	}
 	if id == state(r).session.ID {
 		h.clearCookie(w, sessionCookie)
+		h.clearCookie(w, deviceCookie)
 	}
 	h.setFlash(w, "session-revoked")
 	http.Redirect(w, r, sitePath(usersBase, me.ID, "#sessions"), http.StatusSeeOther)

@@ -25,8 +25,8 @@ func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
 // insertSession is CreateSession inside tx, for UpdateProfile too: it stores
 // s, fills in its id and times, and marks its user seen now.
 func insertSession(ctx context.Context, tx execer, s *loremnews.Session, now time.Time) error {
-	res, err := tx.Exec(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, nanotime.Value(now), nanotime.Value(now))
+	res, err := tx.Exec(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, device, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, s.Device, nanotime.Value(now), nanotime.Value(now))
 	if isForeignKeyViolation(err) {
 		return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 	} else if err != nil {
@@ -123,8 +123,45 @@ func (db *DB) DeleteSession(ctx context.Context, userID, id int64) error {
 	return nil
 }
 
-// DeleteExpiredSessions deletes the sessions past limits. It scans the
-// table: it runs now and then (serve runs it hourly), not per request.
+// RevokeSession deletes the user's session id and keeps the digest of the
+// device cookie set with it until deviceExpires.
+func (db *DB) RevokeSession(ctx context.Context, userID, id int64, deviceExpires time.Time) error {
+	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+		var device []byte
+		err := tx.QueryRow(ctx, `DELETE FROM sessions WHERE id = ? AND user_id = ? RETURNING device`, id, userID).Scan(&device)
+		if errors.Is(err, sql.ErrNoRows) {
+			return loremnews.Errorf(loremnews.ENOTFOUND, "Session not found.")
+		} else if err != nil || device == nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO revoked_devices (user_id, device, expires_at) VALUES (?, ?, ?)
+			ON CONFLICT (user_id, device) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)`,
+			userID, device, nanotime.Value(deviceExpires))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("revoke session %d: %w", id, err)
+	}
+	return nil
+}
+
+// DeviceRevoked reports whether the user revoked the session the device
+// cookie with that digest was set with (and it has not expired since).
+func (db *DB) DeviceRevoked(ctx context.Context, userID int64, device []byte) (bool, error) {
+	var revoked bool
+	err := db.read(ctx, func(ctx context.Context, q querier) error {
+		return q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM revoked_devices WHERE user_id = ? AND device = ? AND expires_at > ?)`,
+			userID, device, nanotime.Value(db.now())).Scan(&revoked)
+	})
+	if err != nil {
+		return false, fmt.Errorf("device revoked: %w", err)
+	}
+	return revoked, nil
+}
+
+// DeleteExpiredSessions deletes the sessions past limits, and the revoked
+// device cookies past their expiry. It scans the table: it runs now and
+// then (serve runs it hourly), not per request.
 func (db *DB) DeleteExpiredSessions(ctx context.Context, limits loremnews.SessionLimits) (int64, error) {
 	var n int64
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
@@ -133,7 +170,11 @@ func (db *DB) DeleteExpiredSessions(ctx context.Context, limits loremnews.Sessio
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		// The revoked device cookies that have expired since.
+		_, err = tx.Exec(ctx, `DELETE FROM revoked_devices WHERE expires_at <= ?`, nanotime.Value(db.now()))
 		return err
 	})
 	if err != nil {

@@ -97,3 +97,75 @@ func testSessionLimits(t *testing.T, open Opener) {
 		t.Fatalf("second purge deleted %d, %v", n, err)
 	}
 }
+
+// testRevokedDevices: revoking a session keeps its device cookie's digest
+// until the given expiry (only the user's, only that one); signing out
+// (DeleteSession) forgets nothing; a session without a device revokes as
+// before; the hourly purge removes the digests once they have expired.
+func testRevokedDevices(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	alice := MustCreateUser(t, db, "alice")
+	bob := MustCreateUser(t, db, "bob")
+	device := func(n byte) []byte { return bytes.Repeat([]byte{n}, 32) }
+	session := func(user int64, token string, dev []byte) *loremnews.Session {
+		t.Helper()
+		s := &loremnews.Session{UserID: user, TokenDigest: []byte(token), Device: dev}
+		if err := db.CreateSession(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	revoked := func(user int64, dev []byte) bool {
+		t.Helper()
+		r, err := db.DeviceRevoked(ctx, user, dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	laptop := session(alice.ID, "laptop", device(1))
+	phone := session(alice.ID, "phone", device(2))
+	old := session(alice.ID, "old", nil)
+	if revoked(alice.ID, device(1)) || revoked(alice.ID, device(2)) {
+		t.Fatal("a device is revoked before any session was")
+	}
+	year := time.Now().Add(365 * 24 * time.Hour)
+	wantCode(t, db.RevokeSession(ctx, bob.ID, laptop.ID, year), loremnews.ENOTFOUND)
+	if revoked(alice.ID, device(1)) {
+		t.Fatal("bob's attempt to revoke alice's session revoked her device")
+	}
+	if err := db.RevokeSession(ctx, alice.ID, laptop.ID, year); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := db.FindSessionByTokenDigest(ctx, []byte("laptop"), loremnews.SessionLimits{})
+	wantCode(t, err, loremnews.ENOTFOUND)
+	if !revoked(alice.ID, device(1)) || revoked(alice.ID, device(2)) || revoked(bob.ID, device(1)) {
+		t.Fatal("want the laptop's device revoked for alice, and nothing else")
+	}
+	wantCode(t, db.RevokeSession(ctx, alice.ID, laptop.ID, year), loremnews.ENOTFOUND)
+	if err := db.DeleteSession(ctx, alice.ID, phone.ID); err != nil {
+		t.Fatal(err)
+	}
+	if revoked(alice.ID, device(2)) {
+		t.Fatal("signing out revoked the phone's device")
+	}
+	if err := db.RevokeSession(ctx, alice.ID, old.ID, year); err != nil {
+		t.Fatalf("revoke a session without a device: %v", err)
+	}
+
+	// A digest whose cookie has expired is not revoked any more, and goes.
+	tablet := session(alice.ID, "tablet", device(3))
+	if err := db.RevokeSession(ctx, alice.ID, tablet.ID, time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if revoked(alice.ID, device(3)) {
+		t.Fatal("an expired device cookie is revoked")
+	}
+	if _, err := db.DeleteExpiredSessions(ctx, loremnews.SessionLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	if !revoked(alice.ID, device(1)) {
+		t.Fatal("the purge forgot a revoked device that has not expired")
+	}
+}

@@ -27,6 +27,7 @@ func Run(t *testing.T, open Opener, except ...string) {
 		{"Renames", testRenames},
 		{"Sessions", testSessions},
 		{"SessionLimits", testSessionLimits},
+		{"RevokedDevices", testRevokedDevices},
 		{"ChangePassword", testChangePassword},
 		{"RehashPassword", testRehashPassword},
 		{"KeysetPaging", testKeysetPaging},
