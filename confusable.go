@@ -10,12 +10,12 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// ConfusableKey is what screen names and titles are compared by: two
-// that look alike have the same key, so a store keeps the key in a column
-// with a unique index (users.screen_name_key, posts.title_key) and no one
-// can take a name or title that reads as one already taken: "Ieo5" (a
-// capital i) beside "leo5", "rnagna4" beside "magna4", "Tеst" with a
-// Cyrillic е beside "Test", "Hello  world" beside "hello world".
+// ConfusableKey is what screen names and titles were compared by before
+// NameKeys and TitleKey (the stores' migration 0004 computed it), and what
+// the seed still draws its titles unique by, so its data set stays the
+// same: two that look alike, folded to small letters, have the same key:
+// "Ieo5" (a capital i) beside "leo5", "rnagna4" beside "magna4", "Tеst"
+// with a Cyrillic е beside "Test", "Hello  world" beside "hello world".
 //
 // The key is the confusable skeleton of Unicode's UTS #39
 // (github.com/mtibben/confusables, its confusables.txt mapping each

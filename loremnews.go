@@ -100,12 +100,21 @@ func hasControl(s string, multiline bool) bool {
 // text and emoji sequences need them.
 func hasInvisible(s string) bool {
 	for _, r := range s {
-		if unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Zl, unicode.Zp) {
+		if unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Zl, unicode.Zp) ||
+			r == brailleBlank || r == nullNotehead {
 			return true
 		}
 	}
 	return false
 }
+
+// Characters that are neither format characters nor default-ignorable but
+// show as nothing: a title "Hello world" followed by either reads as
+// "Hello world".
+const (
+	brailleBlank = '\u2800'
+	nullNotehead = '\U0001D159'
+)
 
 // MaxCombiningMarks is how many combining marks (accents, vowel signs,
 // points) one character of a one-line field may carry. Vietnamese stacks

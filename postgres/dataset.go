@@ -23,12 +23,13 @@ func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
 // The rate limits' counters go too: the accounts they counted are gone.
 func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error {
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `TRUNCATE sessions, comments, posts, users, rate_limits RESTART IDENTITY`); err != nil {
+		if _, err := tx.Exec(ctx, `TRUNCATE revoked_devices, sessions, comments, posts, users, rate_limits RESTART IDENTITY`); err != nil {
 			return err
 		}
-		// The look-alike keys are checked after dedupeKeys, below: a data
-		// set may hold look-alikes stored before migration 0005.
-		if _, err := tx.Exec(ctx, `SET CONSTRAINTS index_users_on_screen_name_key, index_posts_on_title_key DEFERRED`); err != nil {
+		// The title keys are checked after dedupeKeys, below: a data set
+		// may hold titles that are one, stored before migration 0005.
+		// Look-alike screen names are kept as they are.
+		if _, err := tx.Exec(ctx, `SET CONSTRAINTS index_posts_on_title_key DEFERRED`); err != nil {
 			return err
 		}
 		copies := []struct {
@@ -36,14 +37,16 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 			columns []string
 			rows    closingSource
 		}{
-			{"users", []string{"id", "screen_name", "screen_name_key", "password_digest", "about", "last_seen_at", "created_at", "updated_at"},
+			{"users", []string{"id", "screen_name", "screen_name_key", "screen_name_small_key", "screen_name_capitals_key",
+				"password_digest", "about", "last_seen_at", "created_at", "updated_at"},
 				copySource(s.Users, func(u *loremnews.User) []any {
-					return []any{u.ID, u.ScreenName, loremnews.ConfusableKey(u.ScreenName), u.PasswordDigest, u.About,
+					k := loremnews.ScreenNameKeys(u.ScreenName)
+					return []any{u.ID, u.ScreenName, k.Shown, k.Small, k.Capitals, u.PasswordDigest, u.About,
 						nanotime.Value(u.LastSeenAt), nanotime.Value(u.CreatedAt), nanotime.Value(u.UpdatedAt)}
 				})},
 			{"posts", []string{"id", "user_id", "title", "title_key", "description", "published_at", "created_at", "updated_at"},
 				copySource(s.Posts, func(p *loremnews.Post) []any {
-					return []any{p.ID, p.UserID, p.Title, loremnews.ConfusableKey(p.Title), p.Description,
+					return []any{p.ID, p.UserID, p.Title, loremnews.TitleKey(p.Title), p.Description,
 						nanotime.Value(p.PublishedAt), nanotime.Value(p.CreatedAt), nanotime.Value(p.UpdatedAt)}
 				})},
 			{"comments", []string{"id", "post_id", "user_id", "body", "created_at", "updated_at"},
@@ -70,7 +73,7 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 				return fmt.Errorf("look-alike keys: %w", err)
 			}
 		}
-		if _, err := tx.Exec(ctx, `SET CONSTRAINTS index_users_on_screen_name_key, index_posts_on_title_key IMMEDIATE`); err != nil {
+		if _, err := tx.Exec(ctx, `SET CONSTRAINTS index_posts_on_title_key IMMEDIATE`); err != nil {
 			return uniqueError(err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE users SET posts_count = (SELECT count(*) FROM posts WHERE posts.user_id = users.id)`); err != nil {
@@ -89,14 +92,11 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 	return nil
 }
 
-// dedupeKeys gives every user and post whose look-alike key an older row
-// (a lower id) has the key migration 0005 gives such a row stored before
-// it: its own, then " DUPLICATE " and its id. A data set exported from a
-// database with such rows so loads as they were; a seeded one has none.
+// dedupeKeys gives every post whose title key an older row (a lower id)
+// has the key migration 0005 gives such a row stored before it: its own,
+// then " DUPLICATE " and its id. A data set exported from a database with
+// such rows so loads as they were; a seeded one has none.
 var dedupeKeys = []string{
-	`UPDATE users SET screen_name_key = screen_name_key || ' DUPLICATE ' || id
-	  WHERE id IN (SELECT d.id FROM (SELECT id, row_number() OVER (PARTITION BY screen_name_key ORDER BY id) AS n FROM users) AS d
-	               WHERE d.n > 1)`,
 	`UPDATE posts SET title_key = title_key || ' DUPLICATE ' || id
 	  WHERE id IN (SELECT d.id FROM (SELECT id, row_number() OVER (PARTITION BY title_key ORDER BY id) AS n FROM posts) AS d
 	               WHERE d.n > 1)`,

@@ -120,7 +120,7 @@ func uniqueError(err error) error {
 	switch pgCode(err) {
 	case pgerrcode.UniqueViolation:
 		switch constraint(err) {
-		case "index_users_on_screen_name", "index_users_on_screen_name_key":
+		case "index_users_on_screen_name":
 			return errScreenNameTaken
 		case "index_posts_on_title", "index_posts_on_title_key":
 			return errTitleTaken

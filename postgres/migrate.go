@@ -71,7 +71,8 @@ func (db *DB) migrate(ctx context.Context) error {
 // afterMigration is Go a migration needs run right after its SQL, in the
 // same transaction: what SQL cannot compute.
 var afterMigration = map[string]func(context.Context, pgx.Tx) error{
-	"migrations/0004_confusable_keys.sql": fillConfusableKeys,
+	"migrations/0004_confusable_keys.sql":     fillConfusableKeys,
+	"migrations/0011_name_and_title_keys.sql": fillNameAndTitleKeys,
 }
 
 // fillConfusableKeys gives every user and post stored before migration
@@ -110,7 +111,67 @@ func fillConfusableKeys(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// keyBatch is how many rows one statement of fillConfusableKeys keys.
+// fillNameAndTitleKeys gives every user its three name keys
+// (loremnews.ScreenNameKeys) and every post its title key
+// (loremnews.TitleKey), keyBatch rows per statement, in id order.
+func fillNameAndTitleKeys(ctx context.Context, tx pgx.Tx) error {
+	for _, t := range []struct {
+		table, column string
+		keys          []string
+		of            func(string) []string
+	}{
+		{"users", "screen_name", []string{"screen_name_key", "screen_name_small_key", "screen_name_capitals_key"}, func(s string) []string {
+			k := loremnews.ScreenNameKeys(s)
+			return []string{k.Shown, k.Small, k.Capitals}
+		}},
+		{"posts", "title", []string{"title_key"}, func(s string) []string { return []string{loremnews.TitleKey(s)} }},
+	} {
+		set, unnest := "", "$1::bigint[]"
+		for i, k := range t.keys {
+			set += fmt.Sprintf(", %s = v.k%d", k, i)
+			unnest += fmt.Sprintf(", $%d::text[]", i+2)
+		}
+		names := "id"
+		for i := range t.keys {
+			names += fmt.Sprintf(", k%d", i)
+		}
+		for last := int64(math.MinInt64); ; {
+			rows, _ := tx.Query(ctx, `SELECT id, `+t.column+` FROM `+t.table+` WHERE id > $1 ORDER BY id LIMIT $2`, last, keyBatch)
+			var (
+				ids  []int64
+				keys = make([][]string, len(t.keys))
+				id   int64
+				text string
+			)
+			_, err := pgx.ForEachRow(rows, []any{&id, &text}, func() error {
+				ids = append(ids, id)
+				for i, k := range t.of(text) {
+					keys[i] = append(keys[i], k)
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("%s keys: %w", t.table, err)
+			}
+			if len(ids) == 0 {
+				break
+			}
+			args := []any{ids}
+			for _, k := range keys {
+				args = append(args, k)
+			}
+			if _, err := tx.Exec(ctx, `UPDATE `+t.table+` AS t SET `+set[2:]+`
+				FROM unnest(`+unnest+`) AS v (`+names+`) WHERE t.id = v.id`, args...); err != nil {
+				return fmt.Errorf("%s keys: %w", t.table, err)
+			}
+			last = ids[len(ids)-1]
+		}
+	}
+	return nil
+}
+
+// keyBatch is how many rows one statement of fillConfusableKeys and
+// fillNameAndTitleKeys keys.
 const keyBatch = 1000
 
 // Migrations lists the applied migrations, oldest first.

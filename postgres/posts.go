@@ -85,7 +85,7 @@ func (db *DB) insertPostRow(ctx context.Context, tx pgx.Tx, userID int64, in lor
 	// title_key's unique constraint refuses a look-alike of a taken title
 	// (a double space, another case, a Cyrillic е) as the title's does.
 	err := tx.QueryRow(ctx, `INSERT INTO posts (user_id, title, title_key, description, published_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $5, $5) RETURNING id`, userID, in.Title, loremnews.ConfusableKey(in.Title), in.Description,
+		VALUES ($1, $2, $3, $4, $5, $5, $5) RETURNING id`, userID, in.Title, loremnews.TitleKey(in.Title), in.Description,
 		nanotime.Value(now)).Scan(&p.ID)
 	if err != nil {
 		return nil, uniqueError(err)
@@ -114,7 +114,7 @@ func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) 
 		// gets its own, which must not be another post's.
 		tag, err := tx.Exec(ctx, `UPDATE posts SET title = $1, title_key = CASE WHEN title = $1 THEN title_key ELSE $5 END,
 			description = $2, updated_at = $3 WHERE id = $4`,
-			in.Title, in.Description, nanotime.Value(db.now()), id, loremnews.ConfusableKey(in.Title))
+			in.Title, in.Description, nanotime.Value(db.now()), id, loremnews.TitleKey(in.Title))
 		if err != nil {
 			return uniqueError(err)
 		}

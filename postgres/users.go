@@ -28,11 +28,14 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 	var u *loremnews.User
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
 		now := db.now()
-		// screen_name_key's unique constraint refuses a look-alike of a
-		// taken name ("Ieo5" beside "leo5") as the name's index refuses it.
-		u, err = scanUser(tx.QueryRow(ctx, `INSERT INTO users AS u (screen_name, screen_name_key, password_digest, created_at, updated_at, last_seen_at)
-			VALUES ($1, $2, $3, $4, $4, $4) RETURNING `+userColumns,
-			screenName, loremnews.ConfusableKey(screenName), passwordDigest, nanotime.Value(now)))
+		keys := loremnews.ScreenNameKeys(screenName)
+		if err := refuseLookAlike(ctx, tx, screenName, keys, 0); err != nil {
+			return err
+		}
+		u, err = scanUser(tx.QueryRow(ctx, `INSERT INTO users AS u (screen_name, screen_name_key, screen_name_small_key, screen_name_capitals_key,
+			password_digest, created_at, updated_at, last_seen_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $6, $6) RETURNING `+userColumns,
+			screenName, keys.Shown, keys.Small, keys.Capitals, passwordDigest, nanotime.Value(now)))
 		return uniqueError(err)
 	})
 	if err != nil {
@@ -40,6 +43,33 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 	}
 	return u, nil
 }
+
+// refuseLookAlike returns an EINVALID error naming the user (other than
+// except) whose screen name reads as name (loremnews.NameKeys), if any:
+// one of name's keys is that user's key as shown, or name's key as shown
+// is one of that user's keys; or the names differ only in case. That is
+// no unique constraint, so the check and the write that follows it hold
+// a transaction-level advisory lock: two name changes never pass the
+// check together (each waits for the other's commit, then sees its row).
+func refuseLookAlike(ctx context.Context, tx pgx.Tx, name string, keys loremnews.NameKeys, except int64) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, screenNameLock); err != nil {
+		return err
+	}
+	var other string
+	err := tx.QueryRow(ctx, `SELECT screen_name FROM users
+		WHERE id <> $5 AND (lower(screen_name) = lower($4) OR screen_name_key IN ($1, $2, $3)
+			OR screen_name_small_key = $1 OR screen_name_capitals_key = $1)
+		LIMIT 1`, keys.Shown, keys.Small, keys.Capitals, name, except).Scan(&other)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return loremnews.ScreenNameTaken(name, other)
+}
+
+// screenNameLock is the advisory lock key of refuseLookAlike ("LN names").
+const screenNameLock = 0x4c4e4e616d6573
 
 // FindUserByID returns the user or an ENOTFOUND error.
 func (db *DB) FindUserByID(ctx context.Context, id int64) (*loremnews.User, error) {
@@ -86,14 +116,26 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 	var u *loremnews.User
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
 		now := db.now()
-		// An unchanged name keeps its key: the key of a look-alike stored
-		// before migration 0005 ends in " DUPLICATE <id>", and its owner
-		// may still edit the rest. A new name gets its own key.
-		u, err = scanUser(tx.QueryRow(ctx, `UPDATE users AS u SET screen_name = $1,
-			screen_name_key = CASE WHEN screen_name = $1 THEN screen_name_key ELSE $6 END, about = $2,
+		// Only a new name is checked: a look-alike stored before the
+		// check existed may keep its name and still edit the rest.
+		var current string
+		err = tx.QueryRow(ctx, `SELECT screen_name FROM users WHERE id = $1`, id).Scan(&current)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errUserNotFound
+		} else if err != nil {
+			return err
+		}
+		keys := loremnews.ScreenNameKeys(c.ScreenName)
+		if c.ScreenName != current {
+			if err := refuseLookAlike(ctx, tx, c.ScreenName, keys, id); err != nil {
+				return err
+			}
+		}
+		u, err = scanUser(tx.QueryRow(ctx, `UPDATE users AS u SET screen_name = $1, screen_name_key = $6,
+			screen_name_small_key = $7, screen_name_capitals_key = $8, about = $2,
 			password_digest = CASE WHEN $3 = '' THEN password_digest ELSE $3 END, updated_at = $4
 			WHERE id = $5 RETURNING `+userColumns, c.ScreenName, c.About, c.PasswordDigest, nanotime.Value(now), id,
-			loremnews.ConfusableKey(c.ScreenName)))
+			keys.Shown, keys.Small, keys.Capitals))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errUserNotFound
 		} else if err != nil {

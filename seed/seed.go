@@ -16,6 +16,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/loremnews/loremnews"
@@ -146,18 +148,27 @@ func (g *generator) rand(stream uint64) *rand.Rand {
 
 // users yields the users, created in the year before the first post.
 // Their screen names, a word and the user's number, never look alike
-// (loremnews.ConfusableKey): the numbers differ, and no word's key is
-// another's with l or o added (1 and 0 read as l and o;
-// TestScreenNamesNeverLookAlike).
+// (loremnews.NameKeys): the numbers differ, so two names can read as one
+// only where one word's key is another's with l, o, S or B after it (1,
+// 0, 5 and 8 read as those): "ad5" reads as "ac15", as d reads as cl.
+// Such a name is drawn again (TestScreenNamesNeverLookAlike); it keeps
+// each user's word, a byte each, to know.
 func (g *generator) users(yield func(*loremnews.User) bool) {
 	r := g.rand(streamUsers)
 	lorem := NewLorem(g.cfg.Seed + 1)
 	start := seedReference.Add(-year)
+	words := make([]uint8, g.cfg.Users)
 	for i := range g.cfg.Users {
 		created := start.Add(-time.Duration(r.Int64N(int64(year)))).Truncate(time.Second).Add(g.shift)
+		number := strconv.Itoa(i + 1)
+		w := r.IntN(len(loremWords))
+		for readsAsEarlier(w, number, words) {
+			w = r.IntN(len(loremWords))
+		}
+		words[i] = uint8(w)
 		u := &loremnews.User{
 			ID:             int64(i + 1),
-			ScreenName:     fmt.Sprintf("%s%d", loremWords[r.IntN(len(loremWords))], i+1),
+			ScreenName:     loremWords[w] + number,
 			PasswordDigest: g.digest,
 			About:          lorem.Sentence(),
 			LastSeenAt:     created,
@@ -168,6 +179,57 @@ func (g *generator) users(yield func(*loremnews.User) bool) {
 			return
 		}
 	}
+}
+
+// nearWords lists, for each word (its index in loremWords), the words
+// whose key is its key followed by what digits read as, with those digits:
+// "ac" has ("ad", "1"), as "ad"'s key is "acl".
+var nearWords = func() map[int][]nearWord {
+	digits := map[rune]byte{'l': '1', 'o': '0', 'S': '5', 'B': '8'}
+	near := map[int][]nearWord{}
+	for a, wa := range loremWords {
+		ka := loremnews.ScreenNameKeys(wa).Shown
+		for b, wb := range loremWords {
+			rest, ok := strings.CutPrefix(loremnews.ScreenNameKeys(wb).Shown, ka)
+			if !ok || rest == "" {
+				continue
+			}
+			var ds []byte
+			for _, c := range rest {
+				d, ok := digits[c]
+				if !ok {
+					ds = nil
+					break
+				}
+				ds = append(ds, d)
+			}
+			if ds != nil {
+				near[a] = append(near[a], nearWord{word: b, digits: string(ds)})
+			}
+		}
+	}
+	return near
+}()
+
+type nearWord struct {
+	word   int
+	digits string
+}
+
+// readsAsEarlier reports whether the name of word w and number reads as an
+// earlier user's (words holds their words): the number is near's digits
+// followed by that user's number.
+func readsAsEarlier(w int, number string, words []uint8) bool {
+	for _, n := range nearWords[w] {
+		rest, ok := strings.CutPrefix(number, n.digits)
+		if !ok || rest == "" || rest[0] == '0' {
+			continue
+		}
+		if m, err := strconv.Atoi(rest); err == nil && m >= 1 && m < len(words) && int(words[m-1]) == n.word {
+			return true
+		}
+	}
+	return false
 }
 
 // postTimes yields the posts' times, spread over the year before
@@ -229,9 +291,11 @@ func (g *generator) posts(yield func(*loremnews.Post) bool) {
 }
 
 // drawTitle draws a title no earlier one of titles has, by look-alike key
-// (loremnews.ConfusableKey), as the stores' unique index compares titles:
-// "Nisi" and "Nisl" have one key (i reads as l), and two titles that
-// differ only there come up within about 100,000 posts.
+// (loremnews.ConfusableKey: "Nisi" and "Nisl" have one key, as i reads as
+// l, and two titles that differ only there come up within about 100,000
+// posts). The stores compare titles by loremnews.TitleKey, which is finer,
+// so the titles are unique by it too; drawing by the look-alike key keeps
+// the data set what it has been for every seed.
 func drawTitle(lorem *Lorem, titles *titleSet) string {
 	title := lorem.Title()
 	for len(title) < loremnews.MinTitleLen || !titles.add(loremnews.ConfusableKey(title)) {

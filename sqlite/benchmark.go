@@ -170,7 +170,7 @@ func (b *Benchmark) ShowPost(ctx context.Context) (*loremnews.Post, []*loremnews
 		if err != nil {
 			return err
 		}
-		p, comments, err = postPage(ctx, q, id)
+		p, comments, err = postPage(ctx, q, b.db.names, id)
 		return err
 	}
 	// In the single-pool profiles a page's queries are not one snapshot
@@ -212,7 +212,7 @@ func (b *Benchmark) ListPosts(ctx context.Context, limit int) (int64, []*loremne
 			from += rand.Int64N(hi.Int64 - lo.Int64 + 1)
 		}
 		var err error
-		posts, err = queryPosts(ctx, q, fromIDTail, from, limit)
+		posts, err = queryPosts(ctx, q, b.db.names, fromIDTail, from, limit)
 		return err
 	})
 	if err != nil {

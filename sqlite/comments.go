@@ -12,32 +12,37 @@ import (
 	"github.com/mattn/go-sqlite3"
 )
 
-// queryComments lists comments with their authors and their post's id and
-// title (the comment's copies of them); tail is the WHERE/ORDER/LIMIT
-// part. UpdatedAt is left zero: no page shows it.
-func queryComments(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Comment, error) {
-	rows, err := q.Query(ctx, `SELECT c.id, c.post_id, c.user_id, c.body, c.created_at,
-			c.post_title, c.author_name
+// queryComments lists comments with their authors' screen names and their
+// posts' titles (from nm; nil in a write transaction); tail is the
+// WHERE/ORDER/LIMIT part. UpdatedAt is left zero: no page shows it.
+func queryComments(ctx context.Context, q querier, nm *names, tail string, args ...any) ([]*loremnews.Comment, error) {
+	rows, err := q.Query(ctx, `SELECT c.id, c.post_id, c.user_id, c.body, c.created_at
 		FROM comments c `+tail, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var comments []*loremnews.Comment
+	var (
+		comments []*loremnews.Comment
+		authors  []*loremnews.User
+		posts    []*loremnews.Post
+	)
 	for rows.Next() {
-		var (
-			c      loremnews.Comment
-			title  string
-			author string
-		)
-		if err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, nanotime.Into(&c.CreatedAt), &title, &author); err != nil {
+		var c loremnews.Comment
+		if err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, nanotime.Into(&c.CreatedAt)); err != nil {
 			return nil, err
 		}
-		c.Post = &loremnews.Post{ID: c.PostID, Title: title}
-		c.Author = &loremnews.User{ID: c.UserID, ScreenName: author}
+		c.Post = &loremnews.Post{ID: c.PostID}
+		c.Author = &loremnews.User{ID: c.UserID}
 		comments = append(comments, &c)
+		authors = append(authors, c.Author)
+		posts = append(posts, c.Post)
 	}
-	return comments, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return comments, nm.fill(ctx, q, authors, posts)
 }
 
 // CreateComment stores a comment and counts it in the post's comments_count.
@@ -62,11 +67,8 @@ func (db *DB) insertComment(ctx context.Context, tx execer, postID, userID int64
 		return nil, err
 	}
 	now := db.now()
-	// The author's screen name and the post's title are copied in (see
-	// migration 0007); no such user leaves '' and fails the foreign key.
-	res, err = tx.Exec(ctx, `INSERT INTO comments (post_id, user_id, body, created_at, updated_at, author_name, post_title)
-		VALUES (?1, ?2, ?3, ?4, ?5, coalesce((SELECT screen_name FROM users WHERE id = ?2), ''),
-			coalesce((SELECT title FROM posts WHERE id = ?1), ''))`,
+	res, err = tx.Exec(ctx, `INSERT INTO comments (post_id, user_id, body, created_at, updated_at)
+		VALUES (?1, ?2, ?3, ?4, ?5)`,
 		postID, userID, in.Body, nanotime.Value(now), nanotime.Value(now))
 	if isForeignKeyViolation(err) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
@@ -85,7 +87,7 @@ func (db *DB) insertComment(ctx context.Context, tx execer, postID, userID int64
 func (db *DB) FindCommentByID(ctx context.Context, id int64) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
 	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
-		c, err = findComment(ctx, q, id)
+		c, err = findComment(ctx, q, db.names, id)
 		return err
 	})
 	if err != nil {
@@ -94,8 +96,8 @@ func (db *DB) FindCommentByID(ctx context.Context, id int64) (*loremnews.Comment
 	return c, nil
 }
 
-func findComment(ctx context.Context, q querier, id int64) (*loremnews.Comment, error) {
-	cs, err := queryComments(ctx, q, `WHERE c.id = ?`, id)
+func findComment(ctx context.Context, q querier, nm *names, id int64) (*loremnews.Comment, error) {
+	cs, err := queryComments(ctx, q, nm, `WHERE c.id = ?`, id)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +118,7 @@ func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentI
 		if err := mustAffect(res, "Comment"); err != nil {
 			return err
 		}
-		c, err = findComment(ctx, tx, id)
+		c, err = findComment(ctx, tx, nil, id)
 		return err
 	})
 	if err != nil {

@@ -45,6 +45,8 @@ type Config struct {
 type DB struct {
 	eng     engine
 	profile Profile
+	// names keeps screen names and titles for the listings.
+	names *names
 	// now is the clock, replaceable in tests.
 	now func() time.Time
 }
@@ -58,7 +60,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if !ok {
 		return nil, fmt.Errorf("sqlite: unknown profile %q (want one of %s)", cfg.Profile, strings.Join(ProfileNames(), ", "))
 	}
-	db := &DB{profile: cfg.Profile, now: func() time.Time { return time.Now().UTC() }}
+	db := &DB{profile: cfg.Profile, names: newNames(), now: func() time.Time { return time.Now().UTC() }}
 	if base != nil {
 		eng, err := openBaseline(ctx, cfg.DSN, *base, cfg, db.migrate)
 		if err != nil {

@@ -125,7 +125,7 @@ func (db *DB) ListingThroughDriver(ctx context.Context, rx *sqlitedb.Rx, beforeI
 			return err
 		}
 		defer rows.Close()
-		dest := make([]driver.Value, 6)
+		dest := make([]driver.Value, 5)
 		for {
 			if err := rows.Next(dest); err == io.EOF {
 				return nil
@@ -141,17 +141,29 @@ func (db *DB) ListingThroughDriver(ctx context.Context, rx *sqlitedb.Rx, beforeI
 			nanos, _ := dest[4].(int64)
 			p.CreatedAt = time.Unix(0, nanos).UTC()
 			p.Author.ID = p.UserID
-			p.Author.ScreenName, _ = dest[5].(string)
 			posts = append(posts, p)
 		}
 	})
-	return posts, err
+	if err != nil {
+		return nil, err
+	}
+	return posts, db.fillAuthors(ctx, rx, posts)
+}
+
+// fillAuthors gives the posts their authors' screen names as queryPosts
+// does.
+func (db *DB) fillAuthors(ctx context.Context, rx *sqlitedb.Rx, posts []*loremnews.Post) error {
+	authors := make([]*loremnews.User, len(posts))
+	for i, p := range posts {
+		authors[i] = p.Author
+	}
+	return db.names.fill(ctx, sqlitedbRx{rx}, authors, nil)
 }
 
 // ListingThroughRowReader reads the same rows as PostsBefore does: through
 // sqlitedb's handle (Rx.Query).
 func (db *DB) ListingThroughRowReader(ctx context.Context, rx *sqlitedb.Rx, beforeID int64, limit int) ([]*loremnews.Post, error) {
-	return queryPosts(ctx, sqlitedbRx{rx}, listingTail, beforeID, limit)
+	return queryPosts(ctx, sqlitedbRx{rx}, db.names, listingTail, beforeID, limit)
 }
 
 // ListingThroughSQL reads PostsBefore's rows through database/sql.
@@ -164,13 +176,16 @@ func (db *DB) ListingThroughSQL(ctx context.Context, rx *sqlitedb.Rx, beforeID i
 	var posts []*loremnews.Post
 	for rows.Next() {
 		p := &loremnews.Post{Author: &loremnews.User{}}
-		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, nanotime.Into(&p.CreatedAt), &p.Author.ScreenName); err != nil {
+		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, nanotime.Into(&p.CreatedAt)); err != nil {
 			return nil, err
 		}
 		p.Author.ID = p.UserID
 		posts = append(posts, p)
 	}
-	return posts, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return posts, db.fillAuthors(ctx, rx, posts)
 }
 
 // OnReadConn runs fn on one read connection, in a read transaction (the

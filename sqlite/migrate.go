@@ -24,8 +24,10 @@ var migrationFS embed.FS
 // else of this process uses it.
 func (db *DB) migrate(ctx context.Context, conn *sql.Conn) error {
 	// The connection also gets loremnews_unix_nanos, which migration 0003
-	// converts DATETIME text with, and loremnews_skeleton, which migration
-	// 0004 computes the look-alike keys of the stored names and titles with.
+	// converts DATETIME text with, loremnews_skeleton, which migration 0004
+	// computed the look-alike keys of the stored names and titles with, and
+	// loremnews_name_key and loremnews_title_key, which 0011 computes their
+	// keys with now.
 	if err := conn.Raw(func(dc any) error {
 		c, ok := dc.(*sqlite3.SQLiteConn) // a baseline's
 		if !ok {
@@ -36,6 +38,12 @@ func (db *DB) migrate(ctx context.Context, conn *sql.Conn) error {
 		}
 		if err := c.RegisterFunc("loremnews_skeleton", skeletonOfText, true); err != nil {
 			return fmt.Errorf("register loremnews_skeleton: %w", err)
+		}
+		if err := c.RegisterFunc("loremnews_name_key", nameKeyOfText, true); err != nil {
+			return fmt.Errorf("register loremnews_name_key: %w", err)
+		}
+		if err := c.RegisterFunc("loremnews_title_key", func(s string) string { return loremnews.TitleKey(s) }, true); err != nil {
+			return fmt.Errorf("register loremnews_title_key: %w", err)
 		}
 		return nil
 	}); err != nil {
@@ -112,4 +120,19 @@ func (db *DB) Migrations(ctx context.Context) ([]string, error) {
 		return rows.Err()
 	})
 	return names, err
+}
+
+// nameKeyOfText is loremnews_name_key(name, which): the key of name as
+// shown (0), in small letters (1) or in capitals (2) (loremnews.NameKeys).
+func nameKeyOfText(name string, which int64) (string, error) {
+	k := loremnews.ScreenNameKeys(name)
+	switch which {
+	case 0:
+		return k.Shown, nil
+	case 1:
+		return k.Small, nil
+	case 2:
+		return k.Capitals, nil
+	}
+	return "", fmt.Errorf("loremnews_name_key: no key %d", which)
 }

@@ -29,71 +29,74 @@ func scanPost(s scanner, extra ...any) (*loremnews.Post, error) {
 	return &p, nil
 }
 
-// authorColumns is what pages show of a post's author besides its id
-// (p.user_id): the copy of its screen name the post keeps (migration
-// 0007), so no page joins users for it.
-const authorColumns = `p.author_name`
-
-// scanPostWithAuthor scans postColumns followed by authorColumns.
-func scanPostWithAuthor(s scanner) (*loremnews.Post, error) {
-	var u loremnews.User
-	p, err := scanPost(s, &u.ScreenName)
-	if err != nil {
-		return nil, err
-	}
-	u.ID = p.UserID
-	p.Author = &u
-	return p, nil
-}
-
 // The listings' statements (ListingPlans checks their query plans).
 const (
-	postsListingSQL = `SELECT ` + postSummaryColumns + `, ` + authorColumns + ` FROM posts p `
+	postsListingSQL = `SELECT ` + postSummaryColumns + ` FROM posts p `
 	frontPageTail   = `WHERE p.id < ? ORDER BY p.id DESC LIMIT ?`
 	fromIDTail      = `WHERE p.id >= ? ORDER BY p.id LIMIT ?`
 	userPostsSQL    = `SELECT ` + postSummaryColumns + ` FROM posts p
 		WHERE p.user_id = ? AND p.id < ? ORDER BY p.id DESC LIMIT ?`
-	// Each comment's copy of its post's title: the rows come from one
-	// range of index_comments_on_user_id, not a post's page each.
-	userCommentsSQL = `SELECT c.id, c.post_id, c.body, c.created_at, c.post_title
+	// The posts' titles come from names, not a post's page each.
+	userCommentsSQL = `SELECT c.id, c.post_id, c.body, c.created_at
 		FROM comments c
 		WHERE c.user_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`
 	userCommentCountSQL = `SELECT count(*) FROM comments WHERE user_id = ?`
-	postCommentsSQL     = `SELECT c.id, c.user_id, c.body, c.created_at, c.author_name
+	postCommentsSQL     = `SELECT c.id, c.user_id, c.body, c.created_at
 		FROM comments c
 		WHERE c.post_id = ? AND c.id < ? ORDER BY c.id DESC LIMIT ?`
 )
 
 // queryPosts lists post summaries (id, author, title, comment count,
-// creation time) with their authors' ids and screen names, all from
-// index_posts_listing; tail is the WHERE/ORDER/LIMIT part.
-func queryPosts(ctx context.Context, q querier, tail string, args ...any) ([]*loremnews.Post, error) {
+// creation time) from index_posts_listing, with their authors' screen
+// names from nm; tail is the WHERE/ORDER/LIMIT part.
+func queryPosts(ctx context.Context, q querier, nm *names, tail string, args ...any) ([]*loremnews.Post, error) {
 	rows, err := q.Query(ctx, postsListingSQL+tail, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var posts []*loremnews.Post
+	var (
+		posts   []*loremnews.Post
+		authors []*loremnews.User
+	)
 	for rows.Next() {
 		p := &loremnews.Post{Author: &loremnews.User{}}
 		var created int64
-		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &created, &p.Author.ScreenName); err != nil {
+		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &created); err != nil {
 			return nil, err
 		}
 		p.Author.ID = p.UserID
 		p.CreatedAt = nanotime.Time(created)
 		posts = append(posts, p)
+		authors = append(authors, p.Author)
 	}
-	return posts, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return posts, nm.fill(ctx, q, authors, nil)
 }
 
-func findPost(ctx context.Context, q querier, id int64) (*loremnews.Post, error) {
-	p, err := scanPostWithAuthor(q.QueryRow(ctx, `SELECT `+postColumns+`, `+authorColumns+`
-		FROM posts p WHERE p.id = ?`, id))
+// findPost reads a post with its author's screen name (from nm; nil in a
+// write transaction).
+func findPost(ctx context.Context, q querier, nm *names, id int64) (*loremnews.Post, error) {
+	p, err := readPost(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	return p, nm.fill(ctx, q, []*loremnews.User{p.Author}, nil)
+}
+
+// readPost reads a post, its Author holding only the id.
+func readPost(ctx context.Context, q querier, id int64) (*loremnews.Post, error) {
+	p, err := scanPost(q.QueryRow(ctx, `SELECT `+postColumns+` FROM posts p WHERE p.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "Post not found.")
+	} else if err != nil {
+		return nil, err
 	}
-	return p, err
+	p.Author = &loremnews.User{ID: p.UserID}
+	return p, nil
 }
 
 // CreatePost stores a new post by userID and counts it in the author's posts_count.
@@ -111,13 +114,11 @@ func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInp
 
 func (db *DB) insertPost(ctx context.Context, tx execer, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	now := db.now()
-	// title_key's unique index refuses a look-alike of a taken title (a
-	// double space, another case, a Cyrillic е) as it refuses the title.
-	// The author's screen name is copied in (see migration 0007); no
-	// such user leaves it '' and fails the foreign key.
-	res, err := tx.Exec(ctx, `INSERT INTO posts (user_id, title, title_key, description, published_at, created_at, updated_at, author_name)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, coalesce((SELECT screen_name FROM users WHERE id = ?1), ''))`,
-		userID, in.Title, loremnews.ConfusableKey(in.Title), in.Description,
+	// title_key's unique index refuses a taken title in another case or
+	// spacing (loremnews.TitleKey) as it refuses the title.
+	res, err := tx.Exec(ctx, `INSERT INTO posts (user_id, title, title_key, description, published_at, created_at, updated_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`,
+		userID, in.Title, loremnews.TitleKey(in.Title), in.Description,
 		nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
 	if isUniqueViolation(err) {
 		return nil, errTitleTaken
@@ -141,7 +142,7 @@ func (db *DB) insertPost(ctx context.Context, tx execer, userID int64, in loremn
 func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, error) {
 	var p *loremnews.Post
 	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
-		p, err = findPost(ctx, q, id)
+		p, err = findPost(ctx, q, db.names, id)
 		return err
 	})
 	if err != nil {
@@ -154,11 +155,13 @@ func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, erro
 func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
 	err := db.write(ctx, func(ctx context.Context, tx execer) error {
-		// An unchanged title keeps its key (see UpdateProfile); a new one
-		// gets its own, which must not be another post's.
+		// An unchanged title keeps its key (a duplicate stored before the
+		// keys existed keeps its " DUPLICATE <id>" one and may still be
+		// edited); a new one gets its own, which must not be another
+		// post's.
 		res, err := tx.Exec(ctx, `UPDATE posts SET title = ?1, title_key = CASE WHEN title = ?1 THEN title_key ELSE ?2 END,
 			description = ?3, updated_at = ?4 WHERE id = ?5`,
-			in.Title, loremnews.ConfusableKey(in.Title), in.Description, nanotime.Value(db.now()), id)
+			in.Title, loremnews.TitleKey(in.Title), in.Description, nanotime.Value(db.now()), id)
 		if isUniqueViolation(err) {
 			return errTitleTaken
 		} else if err != nil {
@@ -167,7 +170,7 @@ func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) 
 		if err := mustAffect(res, "Post"); err != nil {
 			return err
 		}
-		p, err = findPost(ctx, tx, id)
+		p, err = findPost(ctx, tx, nil, id)
 		return err
 	})
 	if err != nil {
@@ -204,7 +207,7 @@ func deletePost(ctx context.Context, tx execer, id int64) error {
 func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
 	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
-		posts, err = queryPosts(ctx, q, frontPageTail, beforeID, limit)
+		posts, err = queryPosts(ctx, q, db.names, frontPageTail, beforeID, limit)
 		return err
 	})
 	if err != nil {
@@ -221,7 +224,7 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 		comments []*loremnews.Comment
 	)
 	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
-		p, comments, err = postPage(ctx, q, id)
+		p, comments, err = postPage(ctx, q, db.names, id)
 		return err
 	})
 	if err != nil {
@@ -238,7 +241,7 @@ func (db *DB) PostComments(ctx context.Context, postID, beforeID int64, limit in
 		comments []*loremnews.Comment
 	)
 	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
-		p, comments, err = postComments(ctx, q, postID, beforeID, limit)
+		p, comments, err = postComments(ctx, q, db.names, postID, beforeID, limit)
 		return err
 	})
 	if err != nil {
@@ -249,21 +252,29 @@ func (db *DB) PostComments(ctx context.Context, postID, beforeID int64, limit in
 
 // postPage reads a post with its author and its first page of comments;
 // see PostPage.
-func postPage(ctx context.Context, q querier, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
-	return postComments(ctx, q, id, math.MaxInt64, loremnews.PostCommentsPageSize)
+func postPage(ctx context.Context, q querier, nm *names, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
+	return postComments(ctx, q, nm, id, math.MaxInt64, loremnews.PostCommentsPageSize)
 }
 
 // postComments reads a post with its author and a page of its comments;
 // see PostComments.
-func postComments(ctx context.Context, q querier, id, beforeID int64, limit int) (*loremnews.Post, []*loremnews.Comment, error) {
-	p, err := findPost(ctx, q, id)
+func postComments(ctx context.Context, q querier, nm *names, id, beforeID int64, limit int) (*loremnews.Post, []*loremnews.Comment, error) {
+	p, err := readPost(ctx, q, id)
 	if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
 		return nil, nil, wasDeleted(ctx, q, "posts", id, err)
 	} else if err != nil {
 		return nil, nil, err
 	}
 	comments, err := queryPostComments(ctx, q, p, beforeID, limit)
-	return p, comments, err
+	if err != nil {
+		return nil, nil, err
+	}
+	authors := make([]*loremnews.User, 0, len(comments)+1)
+	authors = append(authors, p.Author)
+	for _, c := range comments {
+		authors = append(authors, c.Author)
+	}
+	return p, comments, nm.fill(ctx, q, authors, nil)
 }
 
 // wasDeleted tells a deleted row from one that never existed: ids come from
@@ -282,9 +293,9 @@ func wasDeleted(ctx context.Context, q querier, table string, id int64, notFound
 }
 
 // queryPostComments lists at most limit of a post's comments with
-// id < beforeID, newest first, with their authors' screen names (each
-// comment's copy): a range of index_comments_on_post_id, read no further
-// than the page, and nothing else. SQLite reads a negative LIMIT as no
+// id < beforeID, newest first, their authors holding only their ids: a
+// range of index_comments_on_post_id, read no further than the page, and
+// nothing else. SQLite reads a negative LIMIT as no
 // limit at all, so one is made 0.
 func queryPostComments(ctx context.Context, q querier, p *loremnews.Post, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	rows, err := q.Query(ctx, postCommentsSQL, p.ID, beforeID, max(limit, 0))
@@ -296,7 +307,7 @@ func queryPostComments(ctx context.Context, q querier, p *loremnews.Post, before
 	for rows.Next() {
 		c := &loremnews.Comment{PostID: p.ID, Post: p, Author: &loremnews.User{}}
 		var created int64
-		if err := rows.Scan(&c.ID, &c.UserID, &c.Body, &created, &c.Author.ScreenName); err != nil {
+		if err := rows.Scan(&c.ID, &c.UserID, &c.Body, &created); err != nil {
 			return nil, err
 		}
 		c.CreatedAt = nanotime.Time(created)

@@ -31,10 +31,13 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 	var u *loremnews.User
 	err := db.write(ctx, func(ctx context.Context, tx execer) error {
 		now := db.now()
-		// screen_name_key's unique index refuses a look-alike of a taken
-		// name ("Ieo5" beside "leo5") as it refuses the name itself.
-		res, err := tx.Exec(ctx, `INSERT INTO users (screen_name, screen_name_key, password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			screenName, loremnews.ConfusableKey(screenName), passwordDigest, nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
+		keys := loremnews.ScreenNameKeys(screenName)
+		if err := refuseLookAlike(ctx, tx, screenName, keys, 0); err != nil {
+			return err
+		}
+		res, err := tx.Exec(ctx, `INSERT INTO users (screen_name, screen_name_key, screen_name_small_key, screen_name_capitals_key,
+			password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			screenName, keys.Shown, keys.Small, keys.Capitals, passwordDigest, nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
 		if isUniqueViolation(err) {
 			return errScreenNameTaken
 		} else if err != nil {
@@ -51,6 +54,25 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 		return nil, fmt.Errorf("create user: %w", err)
 	}
 	return u, nil
+}
+
+// refuseLookAlike returns an EINVALID error naming the user (other than
+// except) whose screen name reads as name (loremnews.NameKeys), if any:
+// one of name's keys is that user's key as shown, or name's key as shown
+// is one of that user's keys; or the names differ only in case. It runs
+// in the write transaction that stores name, so no other write can store
+// a look-alike in between.
+func refuseLookAlike(ctx context.Context, tx execer, name string, keys loremnews.NameKeys, except int64) error {
+	var other string
+	err := tx.QueryRow(ctx, `SELECT screen_name FROM users
+		WHERE id <> ?5 AND (screen_name = ?4 OR screen_name_key IN (?1, ?2, ?3) OR screen_name_small_key = ?1 OR screen_name_capitals_key = ?1)
+		LIMIT 1`, keys.Shown, keys.Small, keys.Capitals, name, except).Scan(&other)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return loremnews.ScreenNameTaken(name, other)
 }
 
 // FindUserByID returns the user or an ENOTFOUND error.
@@ -98,13 +120,25 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 	var u *loremnews.User
 	err := db.write(ctx, func(ctx context.Context, tx execer) error {
 		now := db.now()
-		// An unchanged name keeps its key: the key of a look-alike stored
-		// before migration 0005 ends in " DUPLICATE <id>", and its owner
-		// may still edit the rest. A new name gets its own key.
-		res, err := tx.Exec(ctx, `UPDATE users SET screen_name = ?1,
-			screen_name_key = CASE WHEN screen_name = ?1 COLLATE BINARY THEN screen_name_key ELSE ?2 END, about = ?3,
-			password_digest = CASE WHEN ?4 = '' THEN password_digest ELSE ?4 END, updated_at = ?5 WHERE id = ?6`,
-			c.ScreenName, loremnews.ConfusableKey(c.ScreenName), c.About, c.PasswordDigest, nanotime.Value(now), id)
+		// Only a new name is checked: a look-alike stored before the
+		// check existed may keep its name and still edit the rest.
+		var current string
+		err := tx.QueryRow(ctx, `SELECT screen_name FROM users WHERE id = ?`, id).Scan(&current)
+		if errors.Is(err, sql.ErrNoRows) {
+			return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
+		} else if err != nil {
+			return err
+		}
+		keys := loremnews.ScreenNameKeys(c.ScreenName)
+		if c.ScreenName != current {
+			if err := refuseLookAlike(ctx, tx, c.ScreenName, keys, id); err != nil {
+				return err
+			}
+		}
+		res, err := tx.Exec(ctx, `UPDATE users SET screen_name = ?1, screen_name_key = ?2, screen_name_small_key = ?3,
+			screen_name_capitals_key = ?4, about = ?5,
+			password_digest = CASE WHEN ?6 = '' THEN password_digest ELSE ?6 END, updated_at = ?7 WHERE id = ?8`,
+			c.ScreenName, keys.Shown, keys.Small, keys.Capitals, c.About, c.PasswordDigest, nanotime.Value(now), id)
 		if isUniqueViolation(err) {
 			return errScreenNameTaken
 		} else if err != nil {
@@ -185,7 +219,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 		comments []*loremnews.Comment
 	)
 	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
-		u, posts, comments, err = userPage(ctx, q, id, limit)
+		u, posts, comments, err = userPage(ctx, q, db.names, id, limit)
 		return err
 	})
 	if err != nil {
@@ -195,7 +229,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 }
 
 // userPage reads a user with their newest posts and comments; see UserPage.
-func userPage(ctx context.Context, q querier, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
+func userPage(ctx context.Context, q querier, nm *names, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
 	u, err := findUser(ctx, q, id)
 	if err != nil {
 		return nil, nil, nil, err
@@ -205,7 +239,7 @@ func userPage(ctx context.Context, q querier, id int64, limit int) (*loremnews.U
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	comments, err := queryUserComments(ctx, q, author, math.MaxInt64, limit)
+	comments, err := queryUserComments(ctx, q, nm, author, math.MaxInt64, limit)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -240,7 +274,7 @@ func (db *DB) UserComments(ctx context.Context, userID, beforeID int64, limit in
 		if err != nil {
 			return err
 		}
-		comments, err = queryUserComments(ctx, q, author, beforeID, limit)
+		comments, err = queryUserComments(ctx, q, db.names, author, beforeID, limit)
 		return err
 	})
 	if err != nil {
@@ -278,22 +312,32 @@ func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, befo
 	return posts, rows.Err()
 }
 
-func queryUserComments(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
+// queryUserComments lists a user's comments with their posts' titles
+// (from nm).
+func queryUserComments(ctx context.Context, q querier, nm *names, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	rows, err := q.Query(ctx, userCommentsSQL, author.ID, beforeID, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var comments []*loremnews.Comment
+	var (
+		comments []*loremnews.Comment
+		posts    []*loremnews.Post
+	)
 	for rows.Next() {
 		c := &loremnews.Comment{UserID: author.ID, Author: author, Post: &loremnews.Post{}}
 		var created int64
-		if err := rows.Scan(&c.ID, &c.PostID, &c.Body, &created, &c.Post.Title); err != nil {
+		if err := rows.Scan(&c.ID, &c.PostID, &c.Body, &created); err != nil {
 			return nil, err
 		}
 		c.CreatedAt = nanotime.Time(created)
 		c.Post.ID = c.PostID
 		comments = append(comments, c)
+		posts = append(posts, c.Post)
 	}
-	return comments, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return comments, nm.fill(ctx, q, nil, posts)
 }

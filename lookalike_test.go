@@ -1,0 +1,66 @@
+package loremnews
+
+import "testing"
+
+func TestScreenNamesLookAlike(t *testing.T) {
+	for _, tc := range []struct {
+		taken, name string
+		alike       bool
+	}{
+		// Look-alikes: a letter or two for others that read the same.
+		{"wendy", "vvendy", true},
+		{"dave", "clave", true},
+		{"magnus", "nnagnus", true},
+		{"magnus", "rnagnus", true},
+		{"oliver", "oliver.", true},
+		{"sophia", "sophia_", true},
+		{"sophia", "-sophia", true},
+		{"samson", "5AM5ON", true}, // reads as SAMSON
+		{"bob", "8O8", true},       // reads as BOB
+		{"lan", "Ian", true},       // a capital i
+		{"leo5", "Ieo5", true},
+		{"leo5", "1eo5", true},
+		{"leo5", "le05", true},
+		{"LEO5", "leos", true}, // LEO5 reads as LEOS
+		{"leos", "LEO5", true}, // reads as LEOS
+		{"user10", "userIO", true},
+		{"alice", "ALICE", true}, // one account
+		// Ordinary names that do not look alike as they are shown.
+		{"sam1", "sami", false},
+		{"all", "ali", false},
+		{"lan", "ian", false},
+		{"flim", "film", false},
+		{"userio", "user10", false},
+		{"leo5", "leos", false},
+		{"anna", "anne", false},
+		{"magna4", "magma4", false},
+		{"john_doe", "john-doe", false},
+	} {
+		a, b := ScreenNameKeys(tc.taken), ScreenNameKeys(tc.name)
+		if got := b.LookAlike(a); got != tc.alike {
+			t.Errorf("%q beside %q: look alike = %v, want %v (keys %+v, %+v)", tc.name, tc.taken, got, tc.alike, b, a)
+		}
+		if b.LookAlike(a) != a.LookAlike(b) {
+			t.Errorf("%q and %q: LookAlike is not symmetric", tc.name, tc.taken)
+		}
+	}
+}
+
+func TestTitleKey(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"Test title", "test  TITLE ", true},
+		{"Test title", "Ｔｅｓｔ title", true}, // full-width
+		{"Test title", "Test\u00a0\ttitle", true},
+		{"Chapter 11", "Chapter II", false},
+		{"Modern times", "Modem times", false},
+		{"World War II", "World War 11", false},
+		{"Test title", "Tеst title", false}, // a Cyrillic е: another title
+	} {
+		if got := TitleKey(tc.a) == TitleKey(tc.b); got != tc.same {
+			t.Errorf("TitleKey(%q) = %q, TitleKey(%q) = %q: same = %v, want %v", tc.a, TitleKey(tc.a), tc.b, TitleKey(tc.b), got, tc.same)
+		}
+	}
+}

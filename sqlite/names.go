@@ -1,0 +1,237 @@
+package sqlite
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/loremnews/loremnews"
+)
+
+// names keeps users' screen names and posts' titles by id, for the pages
+// that show them beside rows of other tables: the front page's authors,
+// a post page's commenters, a user page's titles of the posts commented
+// on. Without it each such row would fetch a page of users or posts of its
+// own: a read connection's page cache is emptied whenever another
+// connection has committed (nearly every request here), and with 100
+// times the data those rows are spread over as many pages as there are
+// rows.
+//
+// What it holds is right as of a version: the highest seq of name_changes
+// (migration 0009), whose triggers log every id whose name or title may
+// have changed, whoever wrote it. A reader reads the version in its own
+// snapshot first; if the cache is behind, it reads the ids logged since
+// and forgets them (or everything, when the log no longer reaches back
+// that far). A reader whose snapshot is older than the cache reads from
+// the tables and leaves the cache alone, and so does a write transaction,
+// whose changes may still roll back.
+type names struct {
+	mu      sync.RWMutex
+	version int64
+	users   map[int64]string
+	titles  map[int64]string
+}
+
+// maxNames bounds each of names' maps: past it, a map is emptied before
+// more are added. 100 times the seed's data is 10,000 users and 100,000
+// posts.
+const maxNames = 1 << 18
+
+func newNames() *names {
+	return &names{users: map[int64]string{}, titles: map[int64]string{}}
+}
+
+// nameVersionSQL reads the highest seq name_changes has issued (its
+// AUTOINCREMENT counter, which the trimming of the log leaves alone).
+const nameVersionSQL = `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'name_changes'), 0)`
+
+// fill sets the ScreenName of each of users and the Title of each of posts
+// from their ids, as of q's snapshot. n may be nil (in a write
+// transaction): then every name is read from the tables.
+func (n *names) fill(ctx context.Context, q querier, users []*loremnews.User, posts []*loremnews.Post) error {
+	if len(users) == 0 && len(posts) == 0 {
+		return nil
+	}
+	usable, version := false, int64(0)
+	if n != nil {
+		var err error
+		if usable, version, err = n.catchUp(ctx, q); err != nil {
+			return err
+		}
+	}
+	var missingUsers, missingPosts []int64
+	if usable {
+		n.mu.RLock()
+		if n.version == version {
+			for _, u := range users {
+				if name, ok := n.users[u.ID]; ok {
+					u.ScreenName = name
+				} else {
+					missingUsers = append(missingUsers, u.ID)
+				}
+			}
+			for _, p := range posts {
+				if title, ok := n.titles[p.ID]; ok {
+					p.Title = title
+				} else {
+					missingPosts = append(missingPosts, p.ID)
+				}
+			}
+		} else {
+			usable = false
+		}
+		n.mu.RUnlock()
+	}
+	if !usable {
+		missingUsers, missingPosts = missingUsers[:0], missingPosts[:0]
+		for _, u := range users {
+			missingUsers = append(missingUsers, u.ID)
+		}
+		for _, p := range posts {
+			missingPosts = append(missingPosts, p.ID)
+		}
+	}
+	var foundUsers, foundPosts map[int64]string
+	var err error
+	if len(missingUsers) > 0 {
+		if foundUsers, err = readNames(ctx, q, `SELECT id, screen_name FROM users WHERE id IN (SELECT value FROM json_each(?))`, missingUsers); err != nil {
+			return err
+		}
+		for _, u := range users {
+			if name, ok := foundUsers[u.ID]; ok {
+				u.ScreenName = name
+			}
+		}
+	}
+	if len(missingPosts) > 0 {
+		if foundPosts, err = readNames(ctx, q, `SELECT id, title FROM posts WHERE id IN (SELECT value FROM json_each(?))`, missingPosts); err != nil {
+			return err
+		}
+		for _, p := range posts {
+			if title, ok := foundPosts[p.ID]; ok {
+				p.Title = title
+			}
+		}
+	}
+	if usable && (len(foundUsers) > 0 || len(foundPosts) > 0) {
+		n.mu.Lock()
+		if n.version == version {
+			n.users = keep(n.users, foundUsers)
+			n.titles = keep(n.titles, foundPosts)
+		}
+		n.mu.Unlock()
+	}
+	return nil
+}
+
+// keep adds found to m, emptying m first if it would pass maxNames.
+func keep(m, found map[int64]string) map[int64]string {
+	if len(m)+len(found) > maxNames {
+		m = make(map[int64]string, len(found))
+	}
+	for id, s := range found {
+		m[id] = s
+	}
+	return m
+}
+
+// catchUp reads the version of q's snapshot and brings the cache up to it
+// if it is behind. It says whether the cache then holds that version.
+func (n *names) catchUp(ctx context.Context, q querier) (usable bool, version int64, err error) {
+	if err := q.QueryRow(ctx, nameVersionSQL).Scan(&version); err != nil {
+		return false, 0, err
+	}
+	n.mu.RLock()
+	have, empty := n.version, len(n.users) == 0 && len(n.titles) == 0
+	n.mu.RUnlock()
+	switch {
+	case have == version:
+		return true, version, nil
+	case have > version: // an older snapshot than the cache's
+		return false, version, nil
+	}
+	var users, posts []int64
+	complete := empty
+	if !empty {
+		rows, err := q.Query(ctx, `SELECT seq, coalesce(user_id, 0), coalesce(post_id, 0) FROM name_changes WHERE seq > ? ORDER BY seq`, have)
+		if err != nil {
+			return false, 0, err
+		}
+		defer rows.Close()
+		next := have + 1
+		complete = true
+		for rows.Next() {
+			var seq, user, post int64
+			if err := rows.Scan(&seq, &user, &post); err != nil {
+				return false, 0, err
+			}
+			if seq != next { // trimmed (or taken out by hand)
+				complete = false
+			}
+			next = seq + 1
+			if user != 0 {
+				users = append(users, user)
+			}
+			if post != 0 {
+				posts = append(posts, post)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return false, 0, err
+		}
+		if next != version+1 {
+			complete = false
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.version == version:
+		return true, version, nil
+	case n.version != have: // another reader moved it meanwhile
+		return false, version, nil
+	}
+	if !complete {
+		n.users, n.titles = map[int64]string{}, map[int64]string{}
+	}
+	for _, id := range users {
+		delete(n.users, id)
+	}
+	for _, id := range posts {
+		delete(n.titles, id)
+	}
+	n.version = version
+	return true, version, nil
+}
+
+// readNames reads (id, name) pairs by a query that takes the ids as one
+// JSON array.
+func readNames(ctx context.Context, q querier, query string, ids []int64) (map[int64]string, error) {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(id, 10))
+	}
+	b.WriteByte(']')
+	rows, err := q.Query(ctx, query, b.String())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	found := make(map[int64]string, len(ids))
+	for rows.Next() {
+		var (
+			id   int64
+			name string
+		)
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, err
+		}
+		found[id] = name
+	}
+	return found, rows.Err()
+}
