@@ -12,8 +12,10 @@ import (
 // bodies of at most MaxBodyLen characters each are read and rendered.
 const PostCommentsPageSize = 20
 
-// Comment is a reply to a post. Author and Post are filled in by queries that
-// join them (a post page needs the authors, a user page the post titles).
+// Comment is a reply to a post. Author and Post (their ids and the author's
+// screen name or the post's title) are filled in by the store for the pages
+// that show them (a post page needs the authors, a user page the post
+// titles), for a whole listing at once.
 type Comment struct {
 	ID        int64
 	PostID    int64

@@ -57,3 +57,17 @@ func ErrorMessage(err error) string {
 	}
 	return "Internal error."
 }
+
+// What both stores answer for the same refusal or unavailability, so the
+// two say it the same way.
+var (
+	ErrScreenNameTaken = Errorf(EINVALID, "Screen name has already been taken.")
+	ErrTitleTaken      = Errorf(EINVALID, "Title has already been taken.")
+	ErrBreaksARule     = Errorf(EINVALID, "The input breaks a rule of the database.")
+
+	ErrDatabaseFull = Errorf(EUNAVAILABLE, "The database is full (out of disk space); nothing was saved. Please try again later.")
+	ErrBusy         = Errorf(EUNAVAILABLE, "The database is busy. Please try again.")
+	ErrTooBusy      = Errorf(EUNAVAILABLE, "The site is too busy right now. Please try again.")
+	ErrShuttingDown = Errorf(EUNAVAILABLE, "The site is shutting down. Please try again in a moment.")
+	ErrUnreachable  = Errorf(EUNAVAILABLE, "The database is unavailable. Please try again later.")
+)

@@ -8,9 +8,9 @@ import (
 )
 
 // Post is a story submitted by a user. CommentsCount is a counter cache, like
-// User.PostsCount. Author (its ID and ScreenName only) is filled in by
-// queries that join the users table, so listing pages are one query rather
-// than one per row.
+// User.PostsCount. Author (its ID and ScreenName only) is filled in by the
+// store for the pages that show it, for a whole listing at once, never a
+// query per row.
 type Post struct {
 	ID            int64
 	UserID        int64

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -99,4 +100,16 @@ func browserName(header string) string {
 		name += " on " + ua.OS
 	}
 	return name
+}
+
+// pathID parses the {id} path segment. Only the canonical spelling of a
+// positive integer names a page: "+1", "001" or "1e0" would give one page
+// many URLs, so they are 404 like any id that cannot exist.
+func pathID(r *http.Request) (int64, error) {
+	raw := r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != raw {
+		return 0, notFound("No such page.")
+	}
+	return id, nil
 }

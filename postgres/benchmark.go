@@ -203,7 +203,7 @@ func (b *Benchmark) ShowPost(ctx context.Context) (*loremnews.Post, []*loremnews
 		p        *loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := b.db.readSnapshot(ctx, func(q querier) error {
+	err := b.db.read(ctx, func(q querier) error {
 		id, err := pickRandomID(ctx, q, "posts")
 		if err != nil {
 			return err
@@ -227,7 +227,7 @@ func (b *Benchmark) ListPosts(ctx context.Context, limit int) (int64, []*loremne
 		from  int64
 		posts []*loremnews.Post
 	)
-	err := b.db.readSnapshot(ctx, func(q querier) error {
+	err := b.db.read(ctx, func(q querier) error {
 		var lo, hi pgtype.Int8
 		if err := q.QueryRow(ctx, `SELECT (SELECT min(id) FROM posts), (SELECT max(id) FROM posts)`).Scan(&lo, &hi); err != nil {
 			return err
@@ -261,7 +261,7 @@ func (b *Benchmark) ShowUser(ctx context.Context, limit int) (*loremnews.User, [
 func (b *Benchmark) PointRead(ctx context.Context) (string, error) {
 	db := b.db
 	var name pgtype.Text
-	err := db.read(ctx, func(q querier) error {
+	err := db.readEach(ctx, func(q querier) error {
 		return q.QueryRow(ctx, `SELECT coalesce(
 			(SELECT screen_name FROM users WHERE id >= (SELECT min(id) + floor($1::float8 * (max(id) - min(id) + 1))::bigint FROM users)
 				ORDER BY id LIMIT 1),

@@ -49,7 +49,7 @@ func (db *DB) insertComment(ctx context.Context, tx pgx.Tx, postID, userID int64
 // screen name) or ENOTFOUND.
 func (db *DB) FindCommentByID(ctx context.Context, id int64) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.readEach(ctx, func(q querier) (err error) {
 		c, err = findComment(ctx, q, id)
 		return err
 	})

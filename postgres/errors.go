@@ -71,31 +71,31 @@ func (db *DB) mapError(err error) error {
 	if err == nil || loremnews.ErrorCode(err) != loremnews.EINTERNAL {
 		return err
 	}
-	unavailable := func(msg string) error {
-		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "%s", msg), err)
+	unavailable := func(e error) error {
+		return fmt.Errorf("%w (%v)", e, err)
 	}
 	switch code := pgCode(err); {
 	case code == pgerrcode.CheckViolation, code == pgerrcode.CharacterNotInRepertoire,
 		code == pgerrcode.UntranslatableCharacter, code == pgerrcode.StringDataRightTruncationDataException:
 		// The domain rules should have caught this first: a CHECK,
 		// a character PostgreSQL cannot store (NUL), an over-long value.
-		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EINVALID, "The input breaks a rule of the database."), err)
+		return fmt.Errorf("%w (%v)", loremnews.ErrBreaksARule, err)
 	case code == pgerrcode.DiskFull:
-		return unavailable("The database is full (out of disk space); nothing was saved. Please try again later.")
+		return unavailable(loremnews.ErrDatabaseFull)
 	case code == pgerrcode.LockNotAvailable, code == pgerrcode.SerializationFailure, code == pgerrcode.DeadlockDetected,
 		code == pgerrcode.QueryCanceled, pgerrcode.IsInsufficientResources(code):
-		return unavailable("The database is busy. Please try again.")
+		return unavailable(loremnews.ErrBusy)
 	case code == pgerrcode.AdminShutdown, code == pgerrcode.CrashShutdown, code == pgerrcode.CannotConnectNow,
 		code == pgerrcode.DatabaseDropped, code == pgerrcode.IdleSessionTimeout,
 		pgerrcode.IsConnectionException(code), code == pgerrcode.ReadOnlySQLTransaction:
-		return unavailable("The database is unavailable. Please try again later.")
+		return unavailable(loremnews.ErrUnreachable)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return unavailable("The site is too busy right now. Please try again.")
+		return unavailable(loremnews.ErrTooBusy)
 	}
 	var ne *net.OpError
 	if errors.As(err, &ne) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
-		return unavailable("The database is unavailable. Please try again later.")
+		return unavailable(loremnews.ErrUnreachable)
 	}
 	return err
 }
@@ -108,11 +108,7 @@ func mustAffect(tag pgconn.CommandTag, thing string) error {
 	return nil
 }
 
-var (
-	errScreenNameTaken = loremnews.Errorf(loremnews.EINVALID, "Screen name has already been taken.")
-	errTitleTaken      = loremnews.Errorf(loremnews.EINVALID, "Title has already been taken.")
-	errUserNotFound    = loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
-)
+var errUserNotFound = loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 
 // uniqueError turns a unique or foreign-key violation into the domain error
 // the SQLite store gives for it, and passes any other error through.
@@ -121,9 +117,9 @@ func uniqueError(err error) error {
 	case pgerrcode.UniqueViolation:
 		switch constraint(err) {
 		case "index_users_on_screen_name":
-			return errScreenNameTaken
+			return loremnews.ErrScreenNameTaken
 		case "index_posts_on_title", "index_posts_on_title_key":
-			return errTitleTaken
+			return loremnews.ErrTitleTaken
 		}
 	case pgerrcode.ForeignKeyViolation:
 		return errUserNotFound

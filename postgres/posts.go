@@ -96,7 +96,7 @@ func (db *DB) insertPostRow(ctx context.Context, tx pgx.Tx, userID int64, in lor
 // FindPostByID returns the post with its author, or ENOTFOUND.
 func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.readEach(ctx, func(q querier) (err error) {
 		p, err = findPost(ctx, q, id)
 		return err
 	})
@@ -162,7 +162,7 @@ func deletePostRow(ctx context.Context, tx pgx.Tx, id int64) (authorID int64, er
 // time, so "newest" is the id order.
 func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.readEach(ctx, func(q querier) (err error) {
 		posts, err = queryPosts(ctx, q, `WHERE p.id < $1 ORDER BY p.id DESC LIMIT $2`, beforeID, limit)
 		return err
 	})
@@ -179,7 +179,7 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 		p        *loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.readSnapshot(ctx, func(q querier) (err error) {
+	err := db.read(ctx, func(q querier) (err error) {
 		p, comments, err = postPage(ctx, q, id)
 		return err
 	})
@@ -197,7 +197,7 @@ func (db *DB) PostComments(ctx context.Context, postID, beforeID int64, limit in
 		p        *loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.readSnapshot(ctx, func(q querier) (err error) {
+	err := db.read(ctx, func(q querier) (err error) {
 		p, comments, err = postComments(ctx, q, postID, beforeID, limit)
 		return err
 	})

@@ -45,7 +45,7 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 		u *loremnews.User
 	)
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.readEach(ctx, func(q querier) (err error) {
 		u, err = scanUser(q.QueryRow(ctx, `SELECT `+userColumns+`, s.id, s.user_id, s.token_digest, s.user_agent, s.ip_address, s.created_at, s.updated_at
 			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = $1 AND s.updated_at > $2 AND s.created_at > $3`, digest, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter)),
 			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, nanotime.Into(&s.CreatedAt), nanotime.Into(&s.UpdatedAt))
@@ -81,7 +81,7 @@ func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
 func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.SessionLimits) ([]*loremnews.Session, error) {
 	var sessions []*loremnews.Session
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
-	err := db.read(ctx, func(q querier) error {
+	err := db.readEach(ctx, func(q querier) error {
 		rows, err := q.Query(ctx, `SELECT id, user_id, user_agent, ip_address, created_at, updated_at
 			FROM sessions WHERE user_id = $1 AND updated_at > $2 AND created_at > $3 ORDER BY updated_at DESC, id DESC`, userID, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter))
 		if err != nil {
@@ -142,7 +142,7 @@ func (db *DB) RevokeSession(ctx context.Context, userID, id int64, deviceExpires
 // cookie with that digest was set with (and it has not expired since).
 func (db *DB) DeviceRevoked(ctx context.Context, userID int64, device []byte) (bool, error) {
 	var revoked bool
-	err := db.read(ctx, func(q querier) error {
+	err := db.readEach(ctx, func(q querier) error {
 		return q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM revoked_devices WHERE user_id = $1 AND device = $2 AND expires_at > $3)`,
 			userID, device, nanotime.Value(db.now())).Scan(&revoked)
 	})

@@ -24,18 +24,18 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// read runs fn against the pool (each statement its own snapshot, as in the
-// SQLite store's read pool).
-func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
+// readEach runs fn against the pool: each statement its own snapshot, for
+// reads of one statement.
+func (db *DB) readEach(ctx context.Context, fn func(q querier) error) error {
 	return db.mapError(fn(db.pool))
 }
 
-// readSnapshot runs fn's queries in one REPEATABLE READ, read-only
-// transaction, so a page that runs several queries (a post and its
-// comments, a user and their posts) sees one snapshot: a comment deleted
-// between the two queries cannot leave a count that disagrees with the list.
-// It is the SQLite store's readSnapshot under the same name.
-func (db *DB) readSnapshot(ctx context.Context, fn func(q querier) error) error {
+// read runs fn's queries in one REPEATABLE READ, read-only transaction, so
+// a page that runs several queries (a post and its comments, a user and
+// their posts) sees one snapshot: a comment deleted between the two
+// queries cannot leave a count that disagrees with the list. It is what
+// the SQLite store's read does.
+func (db *DB) read(ctx context.Context, fn func(q querier) error) error {
 	return db.mapError(pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		return fn(tx)
 	}))

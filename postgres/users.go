@@ -74,7 +74,7 @@ const screenNameLock = 0x4c4e4e616d6573
 // FindUserByID returns the user or an ENOTFOUND error.
 func (db *DB) FindUserByID(ctx context.Context, id int64) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.readEach(ctx, func(q querier) (err error) {
 		u, err = findUser(ctx, q, id)
 		return err
 	})
@@ -87,7 +87,7 @@ func (db *DB) FindUserByID(ctx context.Context, id int64) (*loremnews.User, erro
 // FindUserByScreenName returns the user (case-insensitively) or ENOTFOUND.
 func (db *DB) FindUserByScreenName(ctx context.Context, screenName string) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.read(ctx, func(q querier) (err error) {
+	err := db.readEach(ctx, func(q querier) (err error) {
 		u, err = scanUser(q.QueryRow(ctx, `SELECT `+userColumns+` FROM users u WHERE lower(u.screen_name) = lower($1)`, screenName))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errUserNotFound
@@ -210,7 +210,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 		posts    []*loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.readSnapshot(ctx, func(q querier) (err error) {
+	err := db.read(ctx, func(q querier) (err error) {
 		if u, err = findUser(ctx, q, id); err != nil {
 			return err
 		}
@@ -232,7 +232,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 // UserPosts lists the user's posts with id < beforeID, newest first.
 func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
-	err := db.readSnapshot(ctx, func(q querier) error {
+	err := db.read(ctx, func(q querier) error {
 		author, err := findAuthor(ctx, q, userID)
 		if err != nil {
 			return err
@@ -249,7 +249,7 @@ func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) 
 // UserComments lists the user's comments with id < beforeID, newest first.
 func (db *DB) UserComments(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	var comments []*loremnews.Comment
-	err := db.readSnapshot(ctx, func(q querier) error {
+	err := db.read(ctx, func(q querier) error {
 		author, err := findAuthor(ctx, q, userID)
 		if err != nil {
 			return err

@@ -173,9 +173,8 @@ func (b *Benchmark) ShowPost(ctx context.Context) (*loremnews.Post, []*loremnews
 		p, comments, err = postPage(ctx, q, b.db.names, id)
 		return err
 	}
-	// In the single-pool profiles a page's queries are not one snapshot
-	// (readSnapshot), so the post picked can be deleted before its page is
-	// read: pick again, as often as that happens (a handful of times at most).
+	// The post is picked and its page read in one snapshot; should the page
+	// still find it gone (EGONE), pick again, up to maxAttempts times.
 	var err error
 	for range maxAttempts {
 		if err = b.db.read(ctx, read); loremnews.ErrorCode(err) != loremnews.EGONE {

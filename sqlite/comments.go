@@ -8,8 +8,6 @@ import (
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/internal/nanotime"
-	"github.com/loremnews/loremnews/sqlitedb"
-	"github.com/mattn/go-sqlite3"
 )
 
 // queryComments lists comments with their authors' screen names and their
@@ -148,9 +146,4 @@ func deleteComment(ctx context.Context, tx execer, id int64) (postID int64, err 
 	}
 	_, err = tx.Exec(ctx, `UPDATE posts SET comments_count = comments_count - 1 WHERE id = ?`, postID)
 	return postID, err
-}
-
-// isForeignKeyViolation reports whether err is a FOREIGN KEY constraint failure.
-func isForeignKeyViolation(err error) bool {
-	return sqlitedb.ErrorCode(err) == int(sqlite3.ErrConstraintForeignKey)
 }

@@ -87,7 +87,7 @@ func TestOpen(t *testing.T) {
 			"directory":      {sqlite.Config{DSN: dir}, "is a directory, not a database file"},
 			"memory":         {sqlite.Config{DSN: ":memory:"}, "in-memory databases are not supported"},
 			"empty":          {sqlite.Config{DSN: ""}, "empty database path"},
-			"postgres":       {sqlite.Config{DSN: "postgres://localhost/x"}, "is a PostgreSQL URL"},
+			"postgres":       {sqlite.Config{DSN: "postgres://localhost/x"}, "is a postgres URL, not a SQLite file"},
 			"semicolon":      {sqlite.Config{DSN: "file:" + filepath.Join(dir, "a.db") + "?_pragma=cache_size;drop"}, "bad parameters"},
 			"bad pragma":     {sqlite.Config{DSN: "file:" + filepath.Join(dir, "a.db") + "?_pragma=cache_size(1)%3Bdrop(2)"}, `bad _pragma "cache_size(1);drop(2)"`},
 			"reserved param": {sqlite.Config{DSN: "file:" + filepath.Join(dir, "b.db") + "?_txlock=deferred"}, "parameter _txlock is set by the package"},

@@ -16,9 +16,10 @@ import (
 )
 
 // isUniqueViolation reports whether err is a UNIQUE constraint failure.
-func isUniqueViolation(err error) bool {
-	return sqlitedb.ErrorCode(err) == int(sqlite3.ErrConstraintUnique)
-}
+func isUniqueViolation(err error) bool { return sqlitedb.IsUniqueViolation(err) }
+
+// isForeignKeyViolation reports whether err is a FOREIGN KEY constraint failure.
+func isForeignKeyViolation(err error) bool { return sqlitedb.IsForeignKeyViolation(err) }
 
 // mapError turns errors every caller shares into domain errors: a database
 // still locked after the timeout, a write that timed out waiting for its
@@ -32,23 +33,21 @@ func mapError(err error) error {
 	if code == int(sqlite3.ErrConstraintCheck) {
 		// The domain rules should have caught this first; the schema's
 		// CHECK is the last line of defence, and its failure is the input's.
-		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EINVALID, "The input breaks a rule of the database."), err)
+		return fmt.Errorf("%w (%v)", loremnews.ErrBreaksARule, err)
 	}
 	if code&0xff == int(sqlite3.ErrFull) {
-		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "The database is full (out of disk space); nothing was saved. Please try again later."), err)
+		return fmt.Errorf("%w (%v)", loremnews.ErrDatabaseFull, err)
 	}
 	switch {
 	case errors.Is(err, sqlitedb.ErrBusy):
-		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "The database is busy. Please try again."), err)
+		return fmt.Errorf("%w (%v)", loremnews.ErrBusy, err)
 	case errors.Is(err, sqlitedb.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "The site is too busy right now. Please try again."), err)
+		return fmt.Errorf("%w (%v)", loremnews.ErrTooBusy, err)
 	case errors.Is(err, sqlitedb.ErrClosed):
-		return fmt.Errorf("%w (%v)", loremnews.Errorf(loremnews.EUNAVAILABLE, "The site is shutting down. Please try again in a moment."), err)
+		return fmt.Errorf("%w (%v)", loremnews.ErrShuttingDown, err)
 	}
 	return err
 }
-
-var errScreenNameTaken = loremnews.Errorf(loremnews.EINVALID, "Screen name has already been taken.")
 
 // mustAffect turns "no row changed" into ENOTFOUND naming the thing.
 func mustAffect(res sql.Result, thing string) error {
@@ -61,5 +60,3 @@ func mustAffect(res sql.Result, thing string) error {
 	}
 	return nil
 }
-
-var errTitleTaken = loremnews.Errorf(loremnews.EINVALID, "Title has already been taken.")

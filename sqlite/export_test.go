@@ -160,9 +160,9 @@ func (db *DB) fillAuthors(ctx context.Context, rx *sqlitedb.Rx, posts []*loremne
 	return db.names.fill(ctx, sqlitedbRx{rx}, authors, nil)
 }
 
-// ListingThroughRowReader reads the same rows as PostsBefore does: through
+// ListingThroughHandle reads the same rows as PostsBefore does: through
 // sqlitedb's handle (Rx.Query).
-func (db *DB) ListingThroughRowReader(ctx context.Context, rx *sqlitedb.Rx, beforeID int64, limit int) ([]*loremnews.Post, error) {
+func (db *DB) ListingThroughHandle(ctx context.Context, rx *sqlitedb.Rx, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	return queryPosts(ctx, sqlitedbRx{rx}, db.names, listingTail, beforeID, limit)
 }
 

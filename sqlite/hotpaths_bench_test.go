@@ -92,7 +92,7 @@ func BenchmarkBinding(b *testing.B) {
 	}{
 		{"database_sql", db.ListingThroughSQL},
 		{"driver", db.ListingThroughDriver},
-		{"row_reader", db.ListingThroughRowReader},
+		{"handle", db.ListingThroughHandle},
 	} {
 		b.Run(path.name, func(b *testing.B) {
 			err := db.OnReadConn(ctx, func(rx *sqlitedb.Rx) error {
@@ -124,8 +124,8 @@ func TestBindingPathsAgree(t *testing.T) {
 			t.Fatalf("database/sql read %d posts, want 100", len(viaSQL))
 		}
 		for name, read := range map[string]func(context.Context, *sqlitedb.Rx, int64, int) ([]*loremnews.Post, error){
-			"the driver":     db.ListingThroughDriver,
-			"the row reader": db.ListingThroughRowReader,
+			"the driver": db.ListingThroughDriver,
+			"the handle": db.ListingThroughHandle,
 		} {
 			got, err := read(ctx, rx, 120, 100)
 			if err != nil {

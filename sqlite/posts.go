@@ -121,7 +121,7 @@ func (db *DB) insertPost(ctx context.Context, tx execer, userID int64, in loremn
 		userID, in.Title, loremnews.TitleKey(in.Title), in.Description,
 		nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
 	if isUniqueViolation(err) {
-		return nil, errTitleTaken
+		return nil, loremnews.ErrTitleTaken
 	} else if isForeignKeyViolation(err) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
 	} else if err != nil {
@@ -163,7 +163,7 @@ func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) 
 			description = ?3, updated_at = ?4 WHERE id = ?5`,
 			in.Title, loremnews.TitleKey(in.Title), in.Description, nanotime.Value(db.now()), id)
 		if isUniqueViolation(err) {
-			return errTitleTaken
+			return loremnews.ErrTitleTaken
 		} else if err != nil {
 			return err
 		}

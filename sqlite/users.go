@@ -39,7 +39,7 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 			password_digest, created_at, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			screenName, keys.Shown, keys.Small, keys.Capitals, passwordDigest, nanotime.Value(now), nanotime.Value(now), nanotime.Value(now))
 		if isUniqueViolation(err) {
-			return errScreenNameTaken
+			return loremnews.ErrScreenNameTaken
 		} else if err != nil {
 			return err
 		}
@@ -140,7 +140,7 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 			password_digest = CASE WHEN ?6 = '' THEN password_digest ELSE ?6 END, updated_at = ?7 WHERE id = ?8`,
 			c.ScreenName, keys.Shown, keys.Small, keys.Capitals, c.About, c.PasswordDigest, nanotime.Value(now), id)
 		if isUniqueViolation(err) {
-			return errScreenNameTaken
+			return loremnews.ErrScreenNameTaken
 		} else if err != nil {
 			return err
 		}

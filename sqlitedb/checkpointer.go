@@ -21,8 +21,8 @@ import (
 // By default SQLite checkpoints inside the COMMIT that takes the WAL past
 // wal_autocheckpoint pages: it copies the pages into the database file and,
 // with synchronous=NORMAL, fsyncs both files, all while holding the write
-// lock, so every writer queued behind that commit waits too (6–19 ms on
-// this project's test machine). Here the write connection's WAL hook
+// lock, so every writer queued behind that commit waits too. Here the
+// write connection's WAL hook
 // (watchWAL, which also turns those automatic checkpoints off)
 // tells the writer the WAL's size after each commit, and the writer only
 // signals this goroutine, which runs a PASSIVE checkpoint on a connection
@@ -34,9 +34,9 @@ import (
 // writer, so the writer itself copies the last few frames (the finishing
 // step, see committed), and that step, like SQLite's own, fsyncs the WAL
 // and the database file while every writer waits. Its cost is the fsyncs,
-// not the frames: 4–5 ms with a database of 17 MB, 15–100 ms and once
-// 0.8 s with one of 1.8 GB, where the pages it copied are scattered over
-// the file. So the background does all it can
+// not the frames, and it grows with the database, over which the pages it
+// copied are scattered (the CHANGELOG has the figures). So the background
+// does all it can
 // before it (catchUp: passes until few frames are left, each pass's pages
 // flushed as it goes), and the writer takes the step only once the WAL
 // holds walFinishFrames frames, forty background checkpoints, not after

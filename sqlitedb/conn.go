@@ -123,7 +123,7 @@ var installOnce = sync.OnceValue(func() error {
 })
 
 // driverConn is a connection go-sqlite3 opened, with its SQLite handle and the
-// statements the row reader prepared on it. database/sql hands it out
+// statements the handles' queries prepared on it. database/sql hands it out
 // exactly like the driver's own connection (every method but Close is the
 // driver's); Close finalizes the reader's statements first, so SQLite can
 // really close the connection.
@@ -168,7 +168,7 @@ func newDriverConn(c *sqlite3.SQLiteConn) (*driverConn, error) {
 // SQLiteConnOf is go-sqlite3's connection.
 func (c *driverConn) SQLiteConnOf() *sqlite3.SQLiteConn { return c.SQLiteConn }
 
-// Close finalizes the row reader's statements, then closes the connection.
+// Close finalizes the handles' statements, then closes the connection.
 func (c *driverConn) Close() error {
 	if c.walFrames != nil {
 		C.lite_unwatch_wal(c.handle, c.walFrames)
@@ -188,43 +188,13 @@ func (c *driverConn) Close() error {
 	return c.SQLiteConn.Close()
 }
 
-// finalizeStatements finalizes every statement the row reader kept.
+// finalizeStatements finalizes every statement the handles kept.
 func (c *driverConn) finalizeStatements() {
 	for q, s := range c.stmts {
 		C.sqlite3_finalize(s)
 		delete(c.stmts, q)
 	}
 }
-
-// Error is an error SQLite returned to the row reader.
-type Error struct {
-	Code    int    // SQLite's extended result code
-	Message string // sqlite3_errmsg
-	// Errno, for an I/O error, a corrupt file, a full disk or a file that
-	// cannot be opened, is the operating system's error behind it
-	// (sqlite3_system_errno), if any: SQLite reports a read that failed
-	// with EIO as "database disk image is malformed", and this tells a
-	// failing disk from a damaged file.
-	Errno syscall.Errno
-}
-
-func (e *Error) Error() string {
-	if e.Errno != 0 {
-		return "sqlite: " + e.Message + " (the system call failed: " + e.Errno.Error() + ")"
-	}
-	return "sqlite: " + e.Message
-}
-
-// Unwrap answers Errno, if any, so errors.Is(err, syscall.EIO) works.
-func (e *Error) Unwrap() error {
-	if e.Errno != 0 {
-		return e.Errno
-	}
-	return nil
-}
-
-// Busy reports whether SQLite answered SQLITE_BUSY or SQLITE_LOCKED.
-func (e *Error) Busy() bool { return e.Code&0xff == 5 || e.Code&0xff == 6 }
 
 func (c *driverConn) lastError(rc C.int) error {
 	e := &Error{Code: int(C.sqlite3_extended_errcode(c.handle)), Message: C.GoString(C.sqlite3_errmsg(c.handle))}
@@ -243,7 +213,7 @@ func (c *driverConn) lastError(rc C.int) error {
 	return e
 }
 
-// maxStatements bounds the statements the row reader keeps per
+// maxStatements bounds the statements the handles keep per
 // connection: a program that builds its SQL at run time would otherwise
 // grow the cache without end. Past it the cache starts over.
 const maxStatements = 128

@@ -14,7 +14,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 )
 
-// connector opens go-sqlite3 connections that the row reader can use.
+// connector opens go-sqlite3 connections that the handles can use.
 type connector struct {
 	dsn    string
 	driver *sqlite3.SQLiteDriver

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,9 @@ type DB struct {
 	opts    Options
 	pragmas []Pragma // run on every connection
 	dsn     dsn
+	// readOnly: opened with mode=ro (openReadOnly): no writeDB, writer or
+	// checkpointer.
+	readOnly bool
 
 	readDB  *sql.DB       // reads: the query_only pool
 	writeDB *sql.DB       // writes: one connection
@@ -51,9 +55,14 @@ type DB struct {
 // dsn is a file path ("data/app.db") or a file: URI
 // ("file:data/app.db?_pragma=synchronous(FULL)"). Each
 // _pragma=name(value) parameter replaces the pragma of that name from
-// DefaultPragmas and Options.Pragmas; other parameters go to
-// github.com/mattn/go-sqlite3 unchanged. In-memory databases are refused:
-// every connection of a pool would get its own.
+// DefaultPragmas and Options.Pragmas. mode=ro (or immutable=1, for a file
+// nothing will change, on read-only media) opens the database read-only:
+// reads only, with no writer, no checkpointer and no Setup; Write and
+// Coalesce return ErrReadOnly, and the file's journal mode stays as it is.
+// The package sets _txlock, _busy_timeout and _timeout itself and refuses
+// them; other parameters go to github.com/mattn/go-sqlite3, which hands the
+// URI to SQLite. In-memory databases are refused: every connection of a
+// pool would get its own.
 func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 	d, err := parseDSN(dsnString)
 	if err != nil {
@@ -67,6 +76,9 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 	pragmas := mergePragmas(DefaultPragmas(), o.Pragmas, d.pragmas)
 	if err := checkPragmas(pragmas); err != nil {
 		return nil, err
+	}
+	if d.readOnly {
+		return openReadOnly(ctx, d, o, pragmas)
 	}
 	if err := prepareDir(d.path); err != nil {
 		return nil, err
@@ -123,6 +135,27 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 	}
 	db.writer = newWriter(writerConfig{pool: db.writeDB, timeout: o.Timeout, maxBatch: batch, owner: db,
 		onWait: o.OnWriteWait, committed: db.checkpointer.committed, busyRetries: &db.busyRetries})
+	return db, nil
+}
+
+// openReadOnly is Open for a read-only DSN: the read pool alone.
+func openReadOnly(ctx context.Context, d dsn, o Options, pragmas []Pragma) (*DB, error) {
+	if o.Setup != nil {
+		return nil, fmt.Errorf("sqlitedb: open %s: Options.Setup needs the database opened read-write, not mode=ro", d.path)
+	}
+	// The file's journal mode is the file's: a read-only connection cannot
+	// change it, and reads in either mode work.
+	pragmas = slices.DeleteFunc(pragmas, func(p Pragma) bool { return p.Name == "journal_mode" })
+	db := &DB{path: d.path, opts: o, pragmas: pragmas, dsn: d, stopped: &failStop{path: d.path}, readOnly: true}
+	db.readDB = sql.OpenDB(db.connector(o.Timeout, mergePragmas(pragmas, []Pragma{{"query_only", "ON"}}), o.StatementCache))
+	db.readDB.SetMaxOpenConns(o.ReadConns)
+	db.readDB.SetMaxIdleConns(o.ReadConns)
+	db.readDB.SetConnMaxLifetime(0)
+	db.readers = make(chan struct{}, o.ReadConns)
+	if err := db.readDB.PingContext(ctx); err != nil {
+		db.readDB.Close()
+		return nil, fmt.Errorf("sqlitedb: open %s read-only: %w", d.path, describeOpenError(err))
+	}
 	return db, nil
 }
 
@@ -201,6 +234,12 @@ func (db *DB) Pragmas() []Pragma { return append([]Pragma{}, db.pragmas...) }
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.closed.Store(true)
+		if db.readOnly {
+			if err := db.readDB.Close(); err != nil {
+				db.closeErr = fmt.Errorf("sqlitedb: close %s: %w", db.path, err)
+			}
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var errs []error

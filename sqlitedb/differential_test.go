@@ -773,7 +773,7 @@ func sqlRows(q interface {
 	}
 }
 
-// rxRows queries through a read's handle, the package's row reader.
+// rxRows queries through a read's handle.
 func rxRows(rx *sqlitedb.Rx) rowQuerier {
 	return func(ctx context.Context, query string) (diffRows, error) {
 		rows, err := rx.Query(ctx, query)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -17,6 +18,8 @@ import (
 var (
 	// ErrClosed: the database was closed before the read or write began.
 	ErrClosed = errors.New("sqlitedb: database is closed")
+	// ErrReadOnly: a write to a database opened read-only (mode=ro).
+	ErrReadOnly = errors.New("sqlitedb: database is open read-only")
 	// ErrBusy: SQLite answered SQLITE_BUSY or SQLITE_LOCKED, and waiting
 	// did not help within Options.Timeout: another process held the write
 	// lock that long.
@@ -44,15 +47,42 @@ type timeoutError struct{}
 func (timeoutError) Error() string        { return "sqlitedb: timed out waiting for a turn" }
 func (timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 
+// Error is an error SQLite returned to a statement run through a handle.
+type Error struct {
+	Code    int    // SQLite's extended result code
+	Message string // sqlite3_errmsg
+	// Errno, for an I/O error, a corrupt file, a full disk or a file that
+	// cannot be opened, is the operating system's error behind it
+	// (sqlite3_system_errno), if any: SQLite reports a read that failed
+	// with EIO as "database disk image is malformed", and this tells a
+	// failing disk from a damaged file.
+	Errno syscall.Errno
+}
+
+func (e *Error) Error() string {
+	if e.Errno != 0 {
+		return "sqlite: " + e.Message + " (the system call failed: " + e.Errno.Error() + ")"
+	}
+	return "sqlite: " + e.Message
+}
+
+// Unwrap answers Errno, if any, so errors.Is(err, syscall.EIO) works.
+func (e *Error) Unwrap() error {
+	if e.Errno != 0 {
+		return e.Errno
+	}
+	return nil
+}
+
 // IsBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended
-// code), from the driver or from the row reader.
+// code), from the driver or from a handle's statement.
 func IsBusy(err error) bool {
 	var se sqlite3.Error
 	if errors.As(err, &se) {
 		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
 	}
 	var re *Error
-	return errors.As(err, &re) && re.Busy()
+	return errors.As(err, &re) && (re.Code&0xff == int(sqlite3.ErrBusy) || re.Code&0xff == int(sqlite3.ErrLocked))
 }
 
 // result is what a read or write returns to its caller: a busy error is
@@ -84,7 +114,7 @@ func describeOpenError(err error) error {
 }
 
 // ErrorCode is SQLite's extended result code carried by err (e.g. 2067,
-// SQLITE_CONSTRAINT_UNIQUE), from the driver or from the row reader, or 0
+// SQLITE_CONSTRAINT_UNIQUE), from the driver or from a handle's statement, or 0
 // if err carries none. Its low byte is the primary code (19,
 // SQLITE_CONSTRAINT).
 func ErrorCode(err error) int {
@@ -98,6 +128,30 @@ func ErrorCode(err error) int {
 	}
 	return 0
 }
+
+// The constraint a statement broke, by name, whichever path ran it (a
+// handle's statement, the escape hatch's database/sql, a Setup): each
+// reports whether err carries that extended result code.
+
+// IsUniqueViolation: a UNIQUE constraint or PRIMARY KEY failed
+// (SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY).
+func IsUniqueViolation(err error) bool {
+	c := ErrorCode(err)
+	return c == int(sqlite3.ErrConstraintUnique) || c == int(sqlite3.ErrConstraintPrimaryKey)
+}
+
+// IsForeignKeyViolation: a FOREIGN KEY constraint failed
+// (SQLITE_CONSTRAINT_FOREIGNKEY).
+func IsForeignKeyViolation(err error) bool {
+	return ErrorCode(err) == int(sqlite3.ErrConstraintForeignKey)
+}
+
+// IsNotNullViolation: a NOT NULL constraint failed
+// (SQLITE_CONSTRAINT_NOTNULL).
+func IsNotNullViolation(err error) bool { return ErrorCode(err) == int(sqlite3.ErrConstraintNotNull) }
+
+// IsCheckViolation: a CHECK constraint failed (SQLITE_CONSTRAINT_CHECK).
+func IsCheckViolation(err error) bool { return ErrorCode(err) == int(sqlite3.ErrConstraintCheck) }
 
 // PanicError is what a write's fn panicked with, carried from the writer
 // goroutine to the caller of Write or Coalesce, which panics with it: a

@@ -557,3 +557,76 @@ func ExampleRx_Conn() {
 	fmt.Println(at.Equal(launch), at.Format(time.RFC3339))
 	// Output: true 2004-08-17T12:30:00Z
 }
+
+// A database opened read-only (mode=ro): a report, a second process that
+// only reads, or a file on read-only media (immutable=1). Writes are
+// ErrReadOnly.
+func ExampleOpen_readOnly() {
+	dir, err := os.MkdirTemp("", "sqlitedb-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "app.db")
+	ctx := context.Background()
+
+	db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{Setup: sqlitedb.Migrate(fstest.MapFS{
+		"migrations/0001_notes.sql": {Data: []byte(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
+			INSERT INTO notes (body) VALUES ('written before')`)},
+	}, "migrations/*.sql")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	db.Close()
+
+	ro, err := sqlitedb.Open(ctx, "file:"+path+"?mode=ro", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ro.Close()
+	var body string
+	err = ro.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		return rx.QueryRow(ctx, `SELECT body FROM notes`).Scan(&body)
+	})
+	fmt.Println(body, err)
+	err = ro.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO notes (body) VALUES ('refused')`)
+		return err
+	})
+	fmt.Println(errors.Is(err, sqlitedb.ErrReadOnly))
+	// Output:
+	// written before <nil>
+	// true
+}
+
+// A broken constraint by name: here a UNIQUE one, told apart from every
+// other error to answer "already taken" instead of a failure.
+func ExampleIsUniqueViolation() {
+	dir, err := os.MkdirTemp("", "sqlitedb-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	db, err := sqlitedb.Open(ctx, filepath.Join(dir, "app.db"), &sqlitedb.Options{Setup: sqlitedb.Migrate(fstest.MapFS{
+		"migrations/0001_users.sql": {Data: []byte(`CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)`)},
+	}, "migrations/*.sql")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	signUp := func(name string) error {
+		return db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO users (name) VALUES (?)`, name)
+			if sqlitedb.IsUniqueViolation(err) {
+				return fmt.Errorf("the name %s is taken", name)
+			}
+			return err
+		})
+	}
+	fmt.Println(signUp("alice"))
+	fmt.Println(signUp("alice"))
+	// Output:
+	// <nil>
+	// the name alice is taken
+}

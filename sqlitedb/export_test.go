@@ -15,7 +15,7 @@ func OpenPoolForTest(path string) *sql.DB {
 
 // RxForTest and TxForTest are handles on conn, a connection of
 // OpenPoolForTest's pool, outside any transaction (each statement its
-// own), for tests of the row reader on connections of their own.
+// own), for tests of the handles' queries on connections of their own.
 func RxForTest(conn *sql.Conn) *Rx { return &Rx{conn: conn} }
 func TxForTest(conn *sql.Conn) *Tx { return &Tx{Rx{conn: conn}} }
 

@@ -39,12 +39,18 @@ const ForeignKeysOff = "-- migrate: foreign keys off\n"
 // or it rolls back. A migration recorded already costs one lookup.
 //
 // A migration's file may hold several statements. Name the files so that
-// path order is the order to apply them (0001_create.sql, 0002_…).
+// path order is the order to apply them (0001_create.sql, 0002_…). A
+// pattern that matches no file is an error.
 func Migrate(fsys fs.FS, pattern string) func(ctx context.Context, conn *sql.Conn) error {
 	return func(ctx context.Context, conn *sql.Conn) error {
 		names, err := fs.Glob(fsys, pattern)
 		if err != nil {
 			return fmt.Errorf("migrations %q: %w", pattern, err)
+		}
+		if len(names) == 0 {
+			// A misspelt pattern or an embed that missed the files would
+			// otherwise open a database with no schema, and say nothing.
+			return fmt.Errorf("migrations %q: no file matches", pattern)
 		}
 		sort.Strings(names)
 		err = migrateOn(ctx, conn, false, func() error {
@@ -95,10 +101,11 @@ func Migrate(fsys fs.FS, pattern string) func(ctx context.Context, conn *sql.Con
 // withTempFiles runs fn with PRAGMA temp_store = FILE on conn, and sets
 // it back after. A migration that builds an index or rewrites a table
 // sorts, and keeps statement journals of, about as much as the table
-// holds; with temp_store=MEMORY (DefaultPragmas) all of that is memory:
-// 4.4 GB to rebuild two indexes of a 1.8 GB database, against the size of
-// the cache with temporary files (they go to SQLite's temporary directory:
-// SQLITE_TMPDIR, else TMPDIR, else /var/tmp, /usr/tmp or /tmp).
+// holds; with temp_store=MEMORY (DefaultPragmas) all of that is the
+// process's own memory, growing with the table (the CHANGELOG has a
+// measurement), against about the size of the cache with temporary files
+// (they go to SQLite's temporary directory: SQLITE_TMPDIR, else TMPDIR,
+// else /var/tmp, /usr/tmp or /tmp).
 func withTempFiles(ctx context.Context, conn *sql.Conn, fn func() error) error {
 	var was int
 	if err := conn.QueryRowContext(ctx, `PRAGMA temp_store`).Scan(&was); err != nil {

@@ -170,3 +170,17 @@ func TestMigrateUsesTemporaryFiles(t *testing.T) {
 		t.Errorf("temp_store %d during the migration and %d after it, want 1 (FILE), then 2 (MEMORY, the default pragmas')", during, after)
 	}
 }
+
+// A pattern that matches no file fails Open, naming the pattern, instead
+// of opening a database without its schema.
+func TestMigrateNoFileIsAnError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "none.db")
+	db, err := sqlitedb.Open(context.Background(), path, &sqlitedb.Options{Setup: sqlitedb.Migrate(testMigrations, "migration/*.sql")})
+	if err == nil {
+		db.Close()
+		t.Fatal("Open succeeded with no migration file")
+	}
+	if !strings.Contains(err.Error(), `"migration/*.sql": no file matches`) {
+		t.Fatalf("Open: %v, want it to name the pattern that matches nothing", err)
+	}
+}

@@ -149,6 +149,8 @@ type dsn struct {
 	path    string
 	params  url.Values // for the driver
 	pragmas []Pragma   // _pragma=name(value)
+	// readOnly: mode=ro or immutable=1 (see Open).
+	readOnly bool
 }
 
 // parseDSN splits a path or file: URI into the file path, the parameters
@@ -157,8 +159,8 @@ func parseDSN(s string) (dsn, error) {
 	if s == "" {
 		return dsn{}, errors.New("sqlitedb: empty database path")
 	}
-	if strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
-		return dsn{}, fmt.Errorf("sqlitedb: %q is a PostgreSQL URL, not a SQLite file", s)
+	if scheme, _, ok := strings.Cut(s, "://"); ok && !strings.ContainsAny(scheme, "/?") {
+		return dsn{}, fmt.Errorf("sqlitedb: %q is a %s URL, not a SQLite file path or file: URI", s, scheme)
 	}
 	path, query, _ := strings.Cut(strings.TrimPrefix(s, "file:"), "?")
 	if path == "" || path == ":memory:" || strings.Contains(query, "mode=memory") {
@@ -178,10 +180,23 @@ func parseDSN(s string) (dsn, error) {
 		d.pragmas = append(d.pragmas, Pragma{m[1], m[2]})
 	}
 	params.Del("_pragma")
-	for _, reserved := range []string{"_txlock", "_busy_timeout", "_timeout", "mode"} {
+	if params.Has("_txlock") {
+		return dsn{}, errors.New("sqlitedb: parameter _txlock is set by the package: every write begins with BEGIN IMMEDIATE")
+	}
+	for _, reserved := range []string{"_busy_timeout", "_timeout"} {
 		if params.Has(reserved) {
-			return dsn{}, fmt.Errorf("sqlitedb: parameter %s is set by the package (writes BEGIN IMMEDIATE; waits are bounded by Options.Timeout); for SQLite's busy timeout use _pragma=busy_timeout(ms)", reserved)
+			return dsn{}, fmt.Errorf("sqlitedb: parameter %s is set by the package (waits are bounded by Options.Timeout); for SQLite's busy timeout use _pragma=busy_timeout(ms)", reserved)
 		}
+	}
+	switch mode := params.Get("mode"); mode {
+	case "", "rwc":
+	case "ro":
+		d.readOnly = true
+	default:
+		return dsn{}, fmt.Errorf("sqlitedb: mode=%s: the package opens a database read-write, creating it if needed (mode=rwc), or read-only with mode=ro", mode)
+	}
+	if params.Get("immutable") == "1" {
+		d.readOnly = true
 	}
 	return d, nil
 }

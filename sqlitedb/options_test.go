@@ -1,6 +1,7 @@
 package sqlitedb_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -134,13 +135,14 @@ func TestOpenRefuses(t *testing.T) {
 		{"memory", ":memory:", nil, "in-memory"},
 		{"memory URI", "file::memory:", nil, "in-memory"},
 		{"memory mode", "file:" + file + "?mode=memory", nil, "in-memory"},
-		{"PostgreSQL URL", "postgres://localhost/db", nil, "PostgreSQL"},
+		{"another scheme's URL", "postgres://localhost/db", nil, "is a postgres URL"},
 		{"directory", dir, nil, "is a directory"},
 		{"not a database", notADB, nil, "not a SQLite database"},
 		{"_txlock", "file:" + file + "?_txlock=immediate", nil, "_txlock"},
 		{"_busy_timeout", "file:" + file + "?_busy_timeout=100", nil, "_busy_timeout"},
 		{"_timeout", "file:" + file + "?_timeout=100", nil, "_timeout"},
-		{"mode", "file:" + file + "?mode=ro", nil, "mode"},
+		{"mode", "file:" + file + "?mode=rw", nil, "mode=rw"},
+		{"read-only with Setup", "file:" + file + "?mode=ro", &sqlitedb.Options{Setup: func(context.Context, *sql.Conn) error { return nil }}, "Setup needs"},
 		{"_pragma without a value", "file:" + file + "?_pragma=cache_size", nil, "bad _pragma"},
 		{"_pragma smuggling SQL", "file:" + file + "?_pragma=cache_size(1%3BDROP)", nil, "bad _pragma"},
 		{"pragma value smuggling SQL", file, &sqlitedb.Options{Pragmas: []sqlitedb.Pragma{{Name: "cache_size", Value: "1; DROP TABLE t"}}}, "bad pragma"},
@@ -329,5 +331,58 @@ func TestBusyPollWaitsForAnotherConnection(t *testing.T) {
 	}
 	if got := queryInts(t, db, `SELECT n FROM t`); !slices.Equal(got, []int64{2}) {
 		t.Fatalf("rows %v, want [2]", got)
+	}
+}
+
+// mode=ro (and immutable=1) opens a database read-only: reads see the
+// rows, a write is ErrReadOnly and changes nothing, the file's journal
+// mode stays, Stats and Close work, and the file is not touched.
+func TestOpenReadOnly(t *testing.T) {
+	ctx := context.Background()
+	db, path := openDB(t, nil)
+	createT(t, db)
+	for i := range 3 {
+		if err := db.Write(ctx, insert(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dsn := range []string{"file:" + path + "?mode=ro", "file:" + path + "?immutable=1"} {
+		ro, err := sqlitedb.Open(ctx, dsn, nil)
+		if err != nil {
+			t.Fatalf("Open(%q): %v", dsn, err)
+		}
+		if n := queryInt(t, ro, `SELECT count(*) FROM t`); n != 3 {
+			t.Errorf("%s: %d rows, want 3", dsn, n)
+		}
+		err = ro.Write(ctx, insert(1))
+		if !errors.Is(err, sqlitedb.ErrReadOnly) {
+			t.Errorf("%s: Write: %v, want ErrReadOnly", dsn, err)
+		}
+		if err := ro.Coalesce(ctx, insert(1)); !errors.Is(err, sqlitedb.ErrReadOnly) {
+			t.Errorf("%s: Coalesce: %v, want ErrReadOnly", dsn, err)
+		}
+		if s := ro.Stats(); s.Writer.Commits != 0 || s.ReadPool.OpenConnections == 0 {
+			t.Errorf("%s: stats %+v", dsn, s)
+		}
+		if err := ro.Close(); err != nil {
+			t.Errorf("%s: Close: %v", dsn, err)
+		}
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("a read-only open changed the database file")
+	}
+	if _, err := sqlitedb.Open(ctx, "file:"+filepath.Join(t.TempDir(), "none.db")+"?mode=ro", nil); err == nil {
+		t.Error("Open of a file that does not exist, read-only, succeeded")
 	}
 }

@@ -73,7 +73,7 @@ import (
 	"unsafe"
 )
 
-// fillBuffers keeps the row reader's buffers between queries: a page's
+// fillBuffers keeps the handles' query buffers between queries: a page's
 // rows are copied out once, into one string, and the buffer reused.
 var fillBuffers = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 

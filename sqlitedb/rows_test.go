@@ -87,8 +87,8 @@ func viaDatabaseSQL(t *testing.T, c *sql.Conn, query string, args ...any) [][]an
 	return out
 }
 
-// viaRowReader reads the same rows through a handle's Query.
-func viaRowReader(t *testing.T, c *sql.Conn, query string, args ...any) [][]any {
+// viaHandle reads the same rows through a handle's Query.
+func viaHandle(t *testing.T, c *sql.Conn, query string, args ...any) [][]any {
 	t.Helper()
 	rows, err := sqlitedb.RxForTest(c).Query(context.Background(), query, args...)
 	if err != nil {
@@ -131,9 +131,9 @@ func TestQueryReadsWhatDatabaseSQLReads(t *testing.T) {
 			want := viaDatabaseSQL(t, c, tc.query, tc.args...)
 			// Twice: the second run reuses the statement the first prepared.
 			for range 2 {
-				got := viaRowReader(t, c, tc.query, tc.args...)
+				got := viaHandle(t, c, tc.query, tc.args...)
 				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("row reader read\n%v\ndatabase/sql read\n%v", abbreviate(got), abbreviate(want))
+					t.Fatalf("the handle read\n%v\ndatabase/sql read\n%v", abbreviate(got), abbreviate(want))
 				}
 			}
 		})
@@ -249,7 +249,7 @@ func TestQueryAfterErrorLeavesConnectionUsable(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO t (i) VALUES (7)`); err != nil {
 		t.Fatalf("write after a failed read: %v", err)
 	}
-	got := viaRowReader(t, c, `SELECT count(*) FROM t`)
+	got := viaHandle(t, c, `SELECT count(*) FROM t`)
 	if got[0][0] != int64(8) {
 		t.Fatalf("count %v", got[0][0])
 	}

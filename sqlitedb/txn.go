@@ -152,6 +152,9 @@ func (db *DB) write(ctx context.Context, fn func(context.Context, *Tx) error, co
 	if ctx.Value(insideWrite{}) == db {
 		return errNested
 	}
+	if db.readOnly {
+		return ErrReadOnly
+	}
 	queue := db.writer.queue
 	if coalesce {
 		queue = db.writer.coalesced
@@ -231,9 +234,11 @@ func (db *DB) Stats() Stats {
 		ReadWaits:    db.readWaits.Load(),
 		ReadWaitTime: time.Duration(db.readWaitNs.Load()),
 		ReadPool:     db.readDB.Stats(),
-		WritePool:    db.writeDB.Stats(),
-		Writer:       db.writer.snapshot(),
 	}
+	if db.readOnly {
+		return s
+	}
+	s.WritePool, s.Writer = db.writeDB.Stats(), db.writer.snapshot()
 	c := db.checkpointer
 	s.Checkpoints = CheckpointStats{Background: c.runs.Load(), Inline: c.inline.Load(), Restarts: c.restarts.Load(), Truncates: c.truncates.Load(), Errors: c.errors.Load()}
 	if err := db.stopped.err(); err != nil {
