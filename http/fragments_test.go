@@ -217,3 +217,24 @@ func TestBodyExcerpt(t *testing.T) {
 		}
 	}
 }
+
+// truncate counts characters, as the limits its callers pass do, and never
+// leaves half a character or a byte that is not UTF-8.
+func TestTruncateCountsCharacters(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"abc", 5, "abc"},
+		{"abcdef", 3, "abc"},
+		{"ééé", 2, "éé"}, // 6 bytes, 3 characters
+		{"日本語テキスト", 3, "日本語"},
+		{"a\xffbc", 2, "ab"},
+		{"", 3, ""},
+	} {
+		if got := truncate(c.in, c.n); got != c.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

@@ -278,9 +278,16 @@ func (h *Handler) deviceMAC(id, issued, passwordDigest string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
+// truncate cuts s to its first n characters (what the field limits
+// count), dropping bytes that are not UTF-8.
 func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+	s = strings.ToValidUTF8(s, "")
+	count := 0
+	for i := range s {
+		if count == n {
+			return s[:i]
+		}
+		count++
 	}
-	return strings.ToValidUTF8(s[:n], "")
+	return s
 }
