@@ -222,10 +222,6 @@ func (db *DB) Path() string { return db.path }
 // Options are the options the database was opened with, defaults filled in.
 func (db *DB) Options() Options { return db.opts }
 
-// Pragmas are the pragmas every connection runs, in order (the read
-// connections add query_only).
-func (db *DB) Pragmas() []Pragma { return append([]Pragma{}, db.pragmas...) }
-
 // Close lets the writes already queued finish, runs PRAGMA optimize (so the
 // query planner's statistics stay fresh for the next start), checkpoints
 // the WAL into the database file and truncates it, then closes every

@@ -29,3 +29,7 @@ func SetWALFinishFramesForTest(n int64) (restore func()) {
 	was := walFinishFrames.Swap(n)
 	return func() { walFinishFrames.Store(was) }
 }
+
+// Pragmas are the pragmas every connection runs, in order (the read
+// connections add query_only).
+func (db *DB) Pragmas() []Pragma { return append([]Pragma{}, db.pragmas...) }
