@@ -102,8 +102,10 @@ var errHandleDone = errors.New("sqlitedb: handle used after the function it was 
 
 // Query runs a query and returns all its rows, copied out of SQLite in one
 // pass. It is meant for the rows of a page (tens or hundreds), since they
-// are held in memory at once. Arguments may be int64, int, int32, bool,
-// float64, string, []byte or nil.
+// are held in memory at once: for a result too large for that (an export
+// of a whole table), stream it through the escape hatch,
+// rx.Conn().QueryContext, which reads one row at a time. Arguments may be
+// int64, int, int32, bool, float64, string, []byte or nil.
 //
 // If ctx ends while the query runs, the query is interrupted
 // (sqlite3_interrupt) and Query returns an error wrapping ctx.Err(); the
