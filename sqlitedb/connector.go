@@ -23,11 +23,31 @@ type connector struct {
 	stopped *failStop
 }
 
-// newConnector returns a connector for sql.OpenDB that opens d's file with
-// the given busy timeout, runs the pragmas on each new connection, and
-// hands out connections that Query can read from. stmtCache < 0 keeps no
-// prepared statements for database/sql's calls.
-func newConnector(d dsn, busyTimeout, openTimeout time.Duration, pragmas []Pragma, stmtCache int, memoryMap bool) *connector {
+// connectorConfig is how a connector's connections are set up.
+type connectorConfig struct {
+	// busyTimeout is SQLite's busy timeout once a connection is set up;
+	// 0 for connections that poll for the lock themselves (the writer's)
+	// or never wait for one (the checkpointer's).
+	busyTimeout time.Duration
+	// openTimeout is how long a new connection waits for a lock while it
+	// sets its pragmas.
+	openTimeout time.Duration
+	pragmas     []Pragma
+	// stmtCache is how many prepared statements each connection keeps for
+	// database/sql's calls; noStatementCache for none.
+	stmtCache int
+	memoryMap bool // Options.MemoryMap
+}
+
+// noStatementCache keeps no prepared statements for database/sql's calls,
+// on connections that run a few statements once (checkpoints, a backup).
+const noStatementCache = -1
+
+// newConnector returns a connector for sql.OpenDB that opens d's file as
+// cfg says, runs the pragmas on each new connection, and hands out
+// connections the handles can query.
+func newConnector(d dsn, cfg connectorConfig) *connector {
+	busyTimeout, openTimeout, pragmas, stmtCache, memoryMap := cfg.busyTimeout, cfg.openTimeout, cfg.pragmas, cfg.stmtCache, cfg.memoryMap
 	p := url.Values{}
 	for k, v := range d.params {
 		p[k] = v

@@ -87,7 +87,7 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 
 	// Writes poll for SQLite's lock themselves (whileBusy): SQLite's
 	// busy timeout is 0 on the write connection.
-	db.writeDB = sql.OpenDB(db.connector(0, pragmas, o.StatementCache))
+	db.writeDB = sql.OpenDB(db.connector(noBusyTimeout, pragmas, o.StatementCache))
 	// Exactly one write connection: SQLite allows one writer at a time
 	// anyway, and a second connection would only wait on the lock.
 	db.writeDB.SetMaxOpenConns(1)
@@ -159,11 +159,17 @@ func openReadOnly(ctx context.Context, d dsn, o Options, pragmas []Pragma) (*DB,
 	return db, nil
 }
 
+// noBusyTimeout is the busy timeout of a connection that never waits in
+// SQLite's busy handler: the writer's polls for the lock itself
+// (whileBusy), and a checkpoint that finds a lock tries again later.
+const noBusyTimeout = 0
+
 // connector is newConnector for the DB's file and VFS, with a busy timeout
 // of busy (SQLite waits up to Options.Timeout while a new connection sets
 // its pragmas), whose connections share the DB's fail-stop.
 func (db *DB) connector(busy time.Duration, pragmas []Pragma, stmtCache int) *connector {
-	c := newConnector(db.dsn, busy, db.opts.Timeout, pragmas, stmtCache, db.opts.MemoryMap)
+	c := newConnector(db.dsn, connectorConfig{busyTimeout: busy, openTimeout: db.opts.Timeout, pragmas: pragmas,
+		stmtCache: stmtCache, memoryMap: db.opts.MemoryMap})
 	c.stopped = db.stopped
 	return c
 }
@@ -208,7 +214,7 @@ func (db *DB) startCheckpointer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ckdb := sql.OpenDB(db.connector(0, db.pragmas, -1))
+	ckdb := sql.OpenDB(db.connector(noBusyTimeout, db.pragmas, noStatementCache))
 	ckdb.SetMaxOpenConns(1)
 	ckdb.SetMaxIdleConns(1)
 	ckdb.SetConnMaxLifetime(0)
@@ -287,7 +293,7 @@ func (db *DB) Backup(ctx context.Context, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("sqlitedb: backup: %w", err)
 	}
-	conn := sql.OpenDB(db.connector(db.opts.Timeout, db.pragmas, -1))
+	conn := sql.OpenDB(db.connector(db.opts.Timeout, db.pragmas, noStatementCache))
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
 		os.Remove(path)

@@ -10,7 +10,8 @@ import (
 // connections on path, with the default pragmas, for tests of the row
 // reader that need connections of their own.
 func OpenPoolForTest(path string) *sql.DB {
-	return sql.OpenDB(newConnector(dsn{path: path, params: url.Values{}}, 5*time.Second, 5*time.Second, DefaultPragmas(), 64, false))
+	return sql.OpenDB(newConnector(dsn{path: path, params: url.Values{}}, connectorConfig{busyTimeout: 5 * time.Second, openTimeout: 5 * time.Second,
+		pragmas: DefaultPragmas(), stmtCache: 64}))
 }
 
 // RxForTest and TxForTest are handles on conn, a connection of
