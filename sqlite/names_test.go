@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/sqlite"
 )
 
@@ -18,19 +19,7 @@ import (
 // program's cache): the pages show what the rows say at once.
 func TestNamesFollowOtherProgramsWrites(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "copies.sqlite3")
-	db := MustOpenDSN(t, path, "")
-	alice := MustCreateUser(t, db, "alice")
-	bob := MustCreateUser(t, db, "bob")
-	p := MustCreatePost(t, db, alice.ID, "A post of alice's")
-	MustCreateComment(t, db, p.ID, bob.ID, "Bob comments")
-	readPages(t, db, p.ID, alice.ID, bob.ID)
-
-	other, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=1&_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	db, other, alice, bob, p := namesFixture(t, true)
 	var newPost int64
 	for _, s := range []struct {
 		query string
@@ -84,20 +73,9 @@ func TestNamesFollowOtherProgramsWrites(t *testing.T) {
 // leaves no stale name or title on the pages.
 func TestNamesFollowAReplaceByAnotherProgram(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "copies.sqlite3")
-	db := MustOpenDSN(t, path, "")
-	alice := MustCreateUser(t, db, "alice")
-	bob := MustCreateUser(t, db, "bob")
-	p := MustCreatePost(t, db, alice.ID, "A post of alice's")
-	MustCreateComment(t, db, p.ID, bob.ID, "Bob comments")
+	db, other, alice, bob, p := namesFixture(t, false)
 	MustCreateComment(t, db, p.ID, alice.ID, "Alice answers")
 	readPages(t, db, p.ID, alice.ID, bob.ID)
-
-	other, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=0&_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
 	// replace inserts again the row id of table, every column as it is but
 	// column, which becomes value.
 	replace := func(table, column, value string, id int64) {
@@ -163,6 +141,27 @@ func TestNamesFollowAReplaceByAnotherProgram(t *testing.T) {
 			t.Errorf("comment %d by user %d shows %q; no user has that id now", c.ID, alice.ID, c.Author.ScreenName)
 		}
 	}
+}
+
+// namesFixture is a database with alice's post and bob's comment on it,
+// its pages read once (the names in the cache), and another program's
+// connection to the file, with foreign keys on or off.
+func namesFixture(t *testing.T, foreignKeys bool) (db *sqlite.DB, other *sql.DB, alice, bob *loremnews.User, p *loremnews.Post) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "names.sqlite3")
+	db = MustOpenDSN(t, path, "")
+	alice = MustCreateUser(t, db, "alice")
+	bob = MustCreateUser(t, db, "bob")
+	p = MustCreatePost(t, db, alice.ID, "A post of alice's")
+	MustCreateComment(t, db, p.ID, bob.ID, "Bob comments")
+	readPages(t, db, p.ID, alice.ID, bob.ID)
+	fk := map[bool]string{true: "1", false: "0"}[foreignKeys]
+	other, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys="+fk+"&_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	return db, other, alice, bob, p
 }
 
 // readPages reads the pages that show names and titles, filling the
