@@ -12,6 +12,8 @@ require (
 	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/klauspost/compress v1.18.0
+	github.com/loremnews/loremnews/sqlitedb v0.1.0
+	github.com/loremnews/loremnews/sqlitedb/sqlitedbprom v0.1.0
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/mileusna/useragent v1.3.5
 	github.com/mtibben/confusables v0.0.0-20210201002637-9d1b0723b659
@@ -44,8 +46,6 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/loremnews/loremnews/sqlitedb v0.1.0
-	github.com/loremnews/loremnews/sqlitedb/sqlitedbprom v0.1.0
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
