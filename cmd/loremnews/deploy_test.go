@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -346,5 +347,64 @@ func TestKitServiceCommandLine(t *testing.T) {
 	}
 	if !slices.Contains(reload, "--pid-file") || !slices.Contains(reload, "/run/loremnews/serve.pid") {
 		t.Errorf("ExecReload %q does not name serve's PID file", reload)
+	}
+	// reload must parse its flags (a usage error is exit 2 before it
+	// signals anything: every reload would fail), and give up before
+	// systemd ends it at TimeoutStartSec (90 s unless the unit sets it).
+	args := slices.Clone(reload[2:])
+	args[slices.Index(args, "/run/loremnews/serve.pid")] = filepath.Join(dir, "no-such.pid")
+	var usage *usageError
+	if err := runReload(context.Background(), args, io.Discard, io.Discard); err == nil || errors.As(err, &usage) {
+		t.Errorf("ExecReload %q: %v; want its flags accepted (and then no server found)", reload, err)
+	}
+	if i := slices.Index(reload, "--timeout"); i >= 0 {
+		if d, err := time.ParseDuration(reload[i+1]); err != nil || d >= 90*time.Second {
+			t.Errorf("ExecReload's --timeout %q (%v): want a Go duration under systemd's 90 s", reload[i+1], err)
+		}
+	}
+}
+
+// TestGuideLetsTheServiceReadItsSettings: the guide's commands make
+// /etc/loremnews and serve.env readable by the service's group (serve,
+// running as loremnews, reads the settings itself) and keep the secret key
+// root's alone (systemd reads it for LoadCredential).
+func TestGuideLetsTheServiceReadItsSettings(t *testing.T) {
+	guide, err := os.ReadFile(filepath.Join("..", "..", "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// install's -m, -o and -g for each path the guide installs.
+	installed := map[string]map[string]string{}
+	for _, line := range strings.Split(string(guide), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "install" {
+			continue
+		}
+		flags := map[string]string{}
+		for i := 1; i+1 < len(f); i++ {
+			if strings.HasPrefix(f[i], "-") && f[i] != "-d" {
+				flags[f[i]] = f[i+1]
+				i++
+			}
+		}
+		installed[f[len(f)-1]] = flags
+	}
+	for path, want := range map[string]map[string]string{
+		"/etc/loremnews":           {"-m": "0750", "-o": "root", "-g": "loremnews"},
+		"/etc/loremnews/serve.env": {"-m": "0640", "-o": "root", "-g": "loremnews"},
+	} {
+		got, ok := installed[path]
+		if !ok {
+			t.Errorf("the guide does not install %s", path)
+			continue
+		}
+		for flag, v := range want {
+			if got[flag] != v {
+				t.Errorf("the guide installs %s with %s %q, want %q (the service reads it as group loremnews)", path, flag, got[flag], v)
+			}
+		}
+	}
+	if !strings.Contains(string(guide), "chmod 0600 /etc/loremnews/secret-key") {
+		t.Error("the guide does not keep the secret key root's alone (chmod 0600)")
 	}
 }

@@ -27,7 +27,7 @@ func runReload(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	)
 	fs.StringVar(&pidFile, "pid-file", "", "`PATH` of the running serve's --pid-file (required)")
 	fs.twin("pid-file", "LOREM_PID_FILE")
-	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the new process to take over and the old one to exit")
+	fs.DurationVar(&timeout, "timeout", time.Minute, "how long to wait for the new process to take over and the old one to exit (under systemd's TimeoutStartSec, 90 s by default, when run as ExecReload)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
