@@ -53,6 +53,16 @@ func (n *names) fill(ctx context.Context, q querier, users []*loremnews.User, po
 	if len(users) == 0 && len(posts) == 0 {
 		return nil
 	}
+	// want[0] are the users' names, want[1] the posts' titles: each a
+	// row's id and where its name goes, read by nameQueries[i] and kept in
+	// the cache's map i.
+	var want [2][]named
+	for _, u := range users {
+		want[0] = append(want[0], named{u.ID, &u.ScreenName})
+	}
+	for _, p := range posts {
+		want[1] = append(want[1], named{p.ID, &p.Title})
+	}
 	usable, version := false, int64(0)
 	if n != nil {
 		var err error
@@ -60,69 +70,69 @@ func (n *names) fill(ctx context.Context, q querier, users []*loremnews.User, po
 			return err
 		}
 	}
-	var missingUsers, missingPosts []int64
+	missing := want
 	if usable {
 		n.mu.RLock()
-		if n.version == version {
-			for _, u := range users {
-				if name, ok := n.users[u.ID]; ok {
-					u.ScreenName = name
-				} else {
-					missingUsers = append(missingUsers, u.ID)
-				}
+		if usable = n.version == version; usable {
+			for i, m := range n.maps() {
+				missing[i] = fromCache(*m, want[i])
 			}
-			for _, p := range posts {
-				if title, ok := n.titles[p.ID]; ok {
-					p.Title = title
-				} else {
-					missingPosts = append(missingPosts, p.ID)
-				}
-			}
-		} else {
-			usable = false
 		}
 		n.mu.RUnlock()
 	}
-	if !usable {
-		missingUsers, missingPosts = missingUsers[:0], missingPosts[:0]
-		for _, u := range users {
-			missingUsers = append(missingUsers, u.ID)
+	var found [2]map[int64]string
+	for i := range want {
+		if len(missing[i]) == 0 {
+			continue
 		}
-		for _, p := range posts {
-			missingPosts = append(missingPosts, p.ID)
-		}
-	}
-	var foundUsers, foundPosts map[int64]string
-	var err error
-	if len(missingUsers) > 0 {
-		if foundUsers, err = readNames(ctx, q, `SELECT id, screen_name FROM users WHERE id IN (SELECT value FROM json_each(?))`, missingUsers); err != nil {
+		var err error
+		if found[i], err = readNames(ctx, q, nameQueries[i], missing[i]); err != nil {
 			return err
 		}
-		for _, u := range users {
-			if name, ok := foundUsers[u.ID]; ok {
-				u.ScreenName = name
+		for _, w := range missing[i] {
+			if name, ok := found[i][w.id]; ok {
+				*w.out = name
 			}
 		}
 	}
-	if len(missingPosts) > 0 {
-		if foundPosts, err = readNames(ctx, q, `SELECT id, title FROM posts WHERE id IN (SELECT value FROM json_each(?))`, missingPosts); err != nil {
-			return err
-		}
-		for _, p := range posts {
-			if title, ok := foundPosts[p.ID]; ok {
-				p.Title = title
-			}
-		}
-	}
-	if usable && (len(foundUsers) > 0 || len(foundPosts) > 0) {
+	if usable && (len(found[0]) > 0 || len(found[1]) > 0) {
 		n.mu.Lock()
 		if n.version == version {
-			n.users = keep(n.users, foundUsers)
-			n.titles = keep(n.titles, foundPosts)
+			for i, m := range n.maps() {
+				*m = keep(*m, found[i])
+			}
 		}
 		n.mu.Unlock()
 	}
 	return nil
+}
+
+// named is a row whose name or title fill sets: its id, and where it goes.
+type named struct {
+	id  int64
+	out *string
+}
+
+// nameQueries read the (id, name) pairs of users and (id, title) of posts
+// for ids given as one JSON array: fill's want[0] and want[1].
+var nameQueries = [2]string{
+	`SELECT id, screen_name FROM users WHERE id IN (SELECT value FROM json_each(?))`,
+	`SELECT id, title FROM posts WHERE id IN (SELECT value FROM json_each(?))`,
+}
+
+// maps are the cache's maps in fill's order: names, then titles.
+func (n *names) maps() [2]*map[int64]string { return [2]*map[int64]string{&n.users, &n.titles} }
+
+// fromCache sets each of want that m holds and returns the rest.
+func fromCache(m map[int64]string, want []named) (missing []named) {
+	for _, w := range want {
+		if name, ok := m[w.id]; ok {
+			*w.out = name
+		} else {
+			missing = append(missing, w)
+		}
+	}
+	return missing
 }
 
 // keep adds found to m, emptying m first if it would pass maxNames.
@@ -205,16 +215,16 @@ func (n *names) catchUp(ctx context.Context, q querier) (usable bool, version in
 	return true, version, nil
 }
 
-// readNames reads (id, name) pairs by a query that takes the ids as one
-// JSON array.
-func readNames(ctx context.Context, q querier, query string, ids []int64) (map[int64]string, error) {
+// readNames reads the (id, name) pairs of want by a query that takes their
+// ids as one JSON array.
+func readNames(ctx context.Context, q querier, query string, want []named) (map[int64]string, error) {
 	var b strings.Builder
 	b.WriteByte('[')
-	for i, id := range ids {
+	for i, r := range want {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(strconv.FormatInt(id, 10))
+		b.WriteString(strconv.FormatInt(r.id, 10))
 	}
 	b.WriteByte(']')
 	rows, err := q.Query(ctx, query, b.String())
@@ -222,7 +232,7 @@ func readNames(ctx context.Context, q querier, query string, ids []int64) (map[i
 		return nil, err
 	}
 	defer rows.Close()
-	found := make(map[int64]string, len(ids))
+	found := make(map[int64]string, len(want))
 	for rows.Next() {
 		var (
 			id   int64
