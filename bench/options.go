@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/loremnews/loremnews/bench/setups"
 	"github.com/loremnews/loremnews/postgres"
-	"github.com/loremnews/loremnews/sqlite"
 )
 
 // The experiment's lists as a person writes them on the command line
@@ -25,48 +25,48 @@ var talkSteps = map[string]string{
 	"immediate": "IMMEDIATE with production pragmas and SQLite's own busy handler: step 01 without the gem's handler.",
 	"fair":      "A writer queue and a constant 1 ms poll for the lock: the fairness the gem's handler aims at, in Go.",
 	"split":     "The talk's step 03 (branch 03-isolate-read-and-write-connections): separate read and write pools; the default.",
-	"batch":     "Not in the talk: split with group commit.",
+	"batch":     "Not in the talk: split with every write coalesced (writes queued at one moment share a commit).",
 	"durable":   "Not in the talk: split with synchronous=FULL, what a power-loss-proof commit costs.",
 }
 
 // ParseSetups turns a list of SQLite profile names and "postgres" into
 // setups served by binary, in the order given.
 func ParseSetups(list, binary string) ([]Setup, error) {
-	var setups []Setup
+	var out []Setup
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
 		if name == "postgres" {
-			setups = append(setups, Setup{Name: name, Binary: binary, Postgres: true})
+			out = append(out, Setup{Name: name, Binary: binary, Postgres: true})
 			continue
 		}
-		if !sqlite.ValidProfile(name) {
-			return nil, fmt.Errorf("unknown setup %q in --setups (want some of %s, postgres)", name, strings.Join(sqlite.ProfileNames(), ", "))
+		if !setups.Valid(name) {
+			return nil, fmt.Errorf("unknown setup %q in --setups (want some of %s, postgres)", name, strings.Join(setups.Names(), ", "))
 		}
-		setups = append(setups, Setup{Name: name, Binary: binary, Profile: name, Note: talkSteps[name]})
+		out = append(out, Setup{Name: name, Binary: binary, Profile: name, Note: talkSteps[name]})
 	}
-	return setups, nil
+	return out, nil
 }
 
 // ParseTargets turns a list of databases to compare (sqlite, postgres,
 // postgres-async) into setups served by binary.
 func ParseTargets(list, binary string) ([]Setup, error) {
-	var setups []Setup
+	var out []Setup
 	for _, name := range strings.Split(list, ",") {
 		switch name = strings.TrimSpace(name); name {
 		case "sqlite":
-			setups = append(setups, Setup{Name: "sqlite", Binary: binary, Profile: string(sqlite.ProfileSplit),
+			out = append(out, Setup{Name: "sqlite", Binary: binary, Profile: setups.Split,
 				Note: "The default SQLite setup (profile split)."})
 		case "postgres":
-			setups = append(setups, Setup{Name: "postgres", Binary: binary, Postgres: true})
+			out = append(out, Setup{Name: "postgres", Binary: binary, Postgres: true})
 		case "postgres-async":
-			setups = append(setups, Setup{Name: "postgres-async", Binary: binary, Postgres: true,
+			out = append(out, Setup{Name: "postgres-async", Binary: binary, Postgres: true,
 				ServeArgs: []string{"--pg-synchronous-commit", "off"},
 				Note:      "PostgreSQL with synchronous_commit=off for the app: commits are not flushed before the response, the durability SQLite's synchronous=NORMAL has."})
 		default:
 			return nil, fmt.Errorf("unknown target %q in --targets (want sqlite, postgres, postgres-async)", name)
 		}
 	}
-	return setups, nil
+	return out, nil
 }
 
 // PlainSetup is split on binary, a build without SQLite's compile-time
@@ -76,7 +76,7 @@ func PlainSetup(binary string) (Setup, error) {
 		return Setup{}, fmt.Errorf("--plain-binary: %v", err)
 	}
 	binary, _ = filepath.Abs(binary)
-	return Setup{Name: "split-plain", Binary: binary, Profile: string(sqlite.ProfileSplit),
+	return Setup{Name: "split-plain", Binary: binary, Profile: setups.Split,
 		Note: "The split profile on a binary built without SQLite's recommended compile-time options (make build-plain); every other setup has them, the talk's step 02 (branch 02-set-compile-time-flags)."}, nil
 }
 

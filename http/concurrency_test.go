@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/bench/setups"
 	lnhttp "github.com/loremnews/loremnews/http"
 	"github.com/loremnews/loremnews/internal/testenv"
 	"github.com/loremnews/loremnews/postgres"
@@ -31,12 +32,12 @@ func testConcurrentBenchmarkLoad(t *testing.T, be backend) {
 		clients  = 64
 		requests = 5000 // per mix
 	)
-	setups := []sqlite.Profile{sqlite.ProfileSplit, sqlite.ProfileFair, sqlite.ProfileBatch}
+	profiles := []string{setups.Split, setups.Fair, setups.Batch}
 	if be == postgresBackend {
-		setups = []sqlite.Profile{"postgres"}
+		profiles = []string{"postgres"}
 	}
-	for _, profile := range setups {
-		t.Run(string(profile), func(t *testing.T) {
+	for _, profile := range profiles {
+		t.Run(profile, func(t *testing.T) {
 			// A generous writer timeout: the test is about no request
 			// failing, not about how fast they are served.
 			site := newTestSite(t, be, siteOptions{profile: profile, benchmarking: true, users: 100, posts: 300, writerTimeout: time.Minute})
@@ -117,7 +118,7 @@ func hammer(t *testing.T, url string, clients, n int) map[int]int {
 // committed in between. The failure must be real and visible (a 503), not
 // silent data loss: the database stays consistent.
 func TestNaiveProfileFailsUnderConcurrentWrites(t *testing.T) {
-	site := newTestSite(t, sqliteBackend, siteOptions{profile: sqlite.ProfileNaive, benchmarking: true, users: 100, posts: 300})
+	site := newTestSite(t, sqliteBackend, siteOptions{profile: setups.Naive, benchmarking: true, users: 100, posts: 300})
 	statuses := hammer(t, site.srv.URL+"/benchmarking/write_heavy", 64, 3000)
 	failed := 0
 	for code, n := range statuses {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/bench/setups"
 	lnhttp "github.com/loremnews/loremnews/http"
 	"github.com/loremnews/loremnews/pgcluster/pgtest"
 	"github.com/loremnews/loremnews/postgres"
@@ -73,7 +74,7 @@ type testSite struct {
 }
 
 type siteOptions struct {
-	profile      sqlite.Profile // on SQLite; ignored on PostgreSQL
+	profile      string // the SQLite setup (package setups); ignored on PostgreSQL
 	benchmarking bool
 	users, posts int
 	// writerTimeout bounds a write's wait for its turn; 0 keeps the
@@ -124,7 +125,7 @@ func openStore(t testing.TB, be backend, dsn string, opt siteOptions) loremnews.
 	if be == postgresBackend {
 		db, err = postgres.Open(context.Background(), postgres.Config{URL: dsn, WriterTimeout: opt.writerTimeout})
 	} else {
-		db, err = sqlite.Open(context.Background(), sqlite.Config{DSN: dsn, Profile: opt.profile, WriterTimeout: opt.writerTimeout})
+		db, err = setups.Open(context.Background(), opt.profile, sqlite.Config{DSN: dsn, WriterTimeout: opt.writerTimeout})
 	}
 	if err != nil {
 		t.Fatal(err)

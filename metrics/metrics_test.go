@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/bench/setups"
 	lnhttp "github.com/loremnews/loremnews/http"
 	"github.com/loremnews/loremnews/metrics"
 	"github.com/loremnews/loremnews/pgcluster/pgtest"
@@ -86,7 +87,7 @@ func TestMetricsOnPostgres(t *testing.T) {
 // metrics, and no writer or checkpointer it does not have.
 func TestMetricsOnABaseline(t *testing.T) {
 	m := metrics.New()
-	db, err := sqlite.Open(context.Background(), sqlite.Config{DSN: filepath.Join(t.TempDir(), "b.sqlite3"), Profile: sqlite.ProfileNaive, OnWriteWait: m.ObserveWriteWait})
+	db, err := setups.Open(context.Background(), setups.Naive, sqlite.Config{DSN: filepath.Join(t.TempDir(), "b.sqlite3"), OnWriteWait: m.ObserveWriteWait})
 	if err != nil {
 		t.Fatal(err)
 	}

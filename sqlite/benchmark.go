@@ -27,7 +27,7 @@ func (db *DB) Benchmark() loremnews.BenchmarkStore { return &Benchmark{db: db} }
 // and largest, then the first row at or after it, wrapping around to the
 // first row if rows after it were deleted meanwhile. table is one of our own
 // constants, never user input.
-func pickRandomID(ctx context.Context, q querier, table string) (int64, error) {
+func pickRandomID(ctx context.Context, q Querier, table string) (int64, error) {
 	var lo, hi sql.NullInt64
 	// Two subqueries, not "SELECT min(id), max(id)": SQLite answers a lone
 	// min() or max() from the b-tree's edge, but scans the table for both.
@@ -52,7 +52,7 @@ func pickRandomID(ctx context.Context, q querier, table string) (int64, error) {
 // touchRandomUser picks a random user (pickRandomID) and sets its
 // last_seen_at to now: a read, then a write, as an app that loads a
 // record before it updates it.
-func touchRandomUser(ctx context.Context, tx execer, now time.Time) (int64, error) {
+func touchRandomUser(ctx context.Context, tx Execer, now time.Time) (int64, error) {
 	id, err := pickRandomID(ctx, tx, "users")
 	if err != nil {
 		return 0, err
@@ -71,7 +71,7 @@ func (b *Benchmark) touch(ctx context.Context) (int64, error) {
 	)
 	// Touches cannot fail on their own, so where the engine can, those
 	// queued at one moment share a commit.
-	err = mapError(b.db.eng.coalesce(ctx, func(ctx context.Context, tx execer) (err error) {
+	err = mapError(b.db.eng.Coalesce(ctx, func(ctx context.Context, tx Execer) (err error) {
 		id, err = touchRandomUser(ctx, tx, b.db.now())
 		return err
 	}))
@@ -84,7 +84,7 @@ func (b *Benchmark) touch(ctx context.Context) (int64, error) {
 // CreatePost touches a random user and creates a post by them.
 func (b *Benchmark) CreatePost(ctx context.Context, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := b.db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := b.db.write(ctx, func(ctx context.Context, tx Execer) error {
 		userID, err := touchRandomUser(ctx, tx, b.db.now())
 		if err != nil {
 			return err
@@ -101,7 +101,7 @@ func (b *Benchmark) CreatePost(ctx context.Context, in loremnews.PostInput) (*lo
 // CreateComment touches a random user and has them comment on a random post.
 func (b *Benchmark) CreateComment(ctx context.Context, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := b.db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := b.db.write(ctx, func(ctx context.Context, tx Execer) error {
 		userID, err := touchRandomUser(ctx, tx, b.db.now())
 		if err != nil {
 			return err
@@ -122,7 +122,7 @@ func (b *Benchmark) CreateComment(ctx context.Context, in loremnews.CommentInput
 // DeletePost touches a random user and deletes a random post.
 func (b *Benchmark) DeletePost(ctx context.Context) (int64, error) {
 	var id int64
-	err := b.db.write(ctx, func(ctx context.Context, tx execer) (err error) {
+	err := b.db.write(ctx, func(ctx context.Context, tx Execer) (err error) {
 		if _, err := touchRandomUser(ctx, tx, b.db.now()); err != nil {
 			return err
 		}
@@ -140,7 +140,7 @@ func (b *Benchmark) DeletePost(ctx context.Context) (int64, error) {
 // DeleteComment touches a random user and deletes a random comment.
 func (b *Benchmark) DeleteComment(ctx context.Context) (int64, int64, error) {
 	var id, postID int64
-	err := b.db.write(ctx, func(ctx context.Context, tx execer) (err error) {
+	err := b.db.write(ctx, func(ctx context.Context, tx Execer) (err error) {
 		if _, err := touchRandomUser(ctx, tx, b.db.now()); err != nil {
 			return err
 		}
@@ -165,7 +165,7 @@ func (b *Benchmark) ShowPost(ctx context.Context) (*loremnews.Post, []*loremnews
 		p        *loremnews.Post
 		comments []*loremnews.Comment
 	)
-	read := func(ctx context.Context, q querier) error {
+	read := func(ctx context.Context, q Querier) error {
 		id, err := pickRandomID(ctx, q, "posts")
 		if err != nil {
 			return err
@@ -201,7 +201,7 @@ func (b *Benchmark) ListPosts(ctx context.Context, limit int) (int64, []*loremne
 		from  int64
 		posts []*loremnews.Post
 	)
-	err := b.db.read(ctx, func(ctx context.Context, q querier) error {
+	err := b.db.read(ctx, func(ctx context.Context, q Querier) error {
 		var lo, hi sql.NullInt64
 		if err := q.QueryRow(ctx, `SELECT (SELECT min(id) FROM posts), (SELECT max(id) FROM posts)`).Scan(&lo, &hi); err != nil {
 			return err
@@ -234,7 +234,7 @@ func (b *Benchmark) ShowUser(ctx context.Context, limit int) (*loremnews.User, [
 // it (wrapping to the first user past a gap at the end).
 func (b *Benchmark) PointRead(ctx context.Context) (string, error) {
 	var name sql.NullString
-	err := b.db.read(ctx, func(ctx context.Context, q querier) error {
+	err := b.db.read(ctx, func(ctx context.Context, q Querier) error {
 		return q.QueryRow(ctx, `SELECT coalesce(
 			(SELECT screen_name FROM users WHERE id >= (SELECT min(id) FROM users) + ?1 % ((SELECT max(id) FROM users) - (SELECT min(id) FROM users) + 1)
 				ORDER BY id LIMIT 1),

@@ -13,7 +13,7 @@ import (
 // queryComments lists comments with their authors' screen names and their
 // posts' titles (from nm; nil in a write transaction); tail is the
 // WHERE/ORDER/LIMIT part. UpdatedAt is left zero: no page shows it.
-func queryComments(ctx context.Context, q querier, nm *names, tail string, args ...any) ([]*loremnews.Comment, error) {
+func queryComments(ctx context.Context, q Querier, nm *names, tail string, args ...any) ([]*loremnews.Comment, error) {
 	rows, err := q.Query(ctx, `SELECT c.id, c.post_id, c.user_id, c.body, c.created_at
 		FROM comments c `+tail, args...)
 	if err != nil {
@@ -46,7 +46,7 @@ func queryComments(ctx context.Context, q querier, nm *names, tail string, args 
 // CreateComment stores a comment and counts it in the post's comments_count.
 func (db *DB) CreateComment(ctx context.Context, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.write(ctx, func(ctx context.Context, tx execer) (err error) {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) (err error) {
 		c, err = db.insertComment(ctx, tx, postID, userID, in)
 		return err
 	})
@@ -56,7 +56,7 @@ func (db *DB) CreateComment(ctx context.Context, postID, userID int64, in loremn
 	return c, nil
 }
 
-func (db *DB) insertComment(ctx context.Context, tx execer, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
+func (db *DB) insertComment(ctx context.Context, tx Execer, postID, userID int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	res, err := tx.Exec(ctx, `UPDATE posts SET comments_count = comments_count + 1 WHERE id = ?`, postID)
 	if err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func (db *DB) insertComment(ctx context.Context, tx execer, postID, userID int64
 // screen name) or ENOTFOUND.
 func (db *DB) FindCommentByID(ctx context.Context, id int64) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q Querier) (err error) {
 		c, err = findComment(ctx, q, db.names, id)
 		return err
 	})
@@ -94,7 +94,7 @@ func (db *DB) FindCommentByID(ctx context.Context, id int64) (*loremnews.Comment
 	return c, nil
 }
 
-func findComment(ctx context.Context, q querier, nm *names, id int64) (*loremnews.Comment, error) {
+func findComment(ctx context.Context, q Querier, nm *names, id int64) (*loremnews.Comment, error) {
 	cs, err := queryComments(ctx, q, nm, `WHERE c.id = ?`, id)
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func findComment(ctx context.Context, q querier, nm *names, id int64) (*loremnew
 // UpdateComment changes a comment's body.
 func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentInput) (*loremnews.Comment, error) {
 	var c *loremnews.Comment
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		res, err := tx.Exec(ctx, `UPDATE comments SET body = ?, updated_at = ? WHERE id = ?`, in.Body, nanotime.Value(db.now()), id)
 		if err != nil {
 			return err
@@ -127,7 +127,7 @@ func (db *DB) UpdateComment(ctx context.Context, id int64, in loremnews.CommentI
 
 // DeleteComment removes a comment and uncounts it from its post.
 func (db *DB) DeleteComment(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		_, err := deleteComment(ctx, tx, id)
 		return err
 	})
@@ -137,7 +137,7 @@ func (db *DB) DeleteComment(ctx context.Context, id int64) error {
 	return nil
 }
 
-func deleteComment(ctx context.Context, tx execer, id int64) (postID int64, err error) {
+func deleteComment(ctx context.Context, tx Execer, id int64) (postID int64, err error) {
 	err = tx.QueryRow(ctx, `DELETE FROM comments WHERE id = ? RETURNING post_id`, id).Scan(&postID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, loremnews.Errorf(loremnews.ENOTFOUND, "Comment not found.")

@@ -27,10 +27,11 @@ func (db *DB) ImportDataset(ctx context.Context, ds *loremnews.Dataset) error {
 // data whole rather than a part of the new. The price is disk, not memory:
 // the WAL holds the whole new data set until the checkpoint after commit.
 func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error {
-	// The caller's context, checked at every row: under group commit the
+	// The caller's context, checked at every row: where writes share a
+	// transaction (the batch setup coalesces every write), the
 	// transaction's own context does not carry the caller's cancellation.
 	caller := ctx
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		for _, stmt := range []string{
 			`DELETE FROM comments`, `DELETE FROM posts`, `DELETE FROM sessions`, `DELETE FROM users`, `DELETE FROM rate_limits`,
 			`DELETE FROM sqlite_sequence WHERE name IN ('users', 'posts', 'comments', 'sessions')`,
@@ -84,7 +85,7 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 		return fmt.Errorf("load dataset: %w", err)
 	}
 	// Fresh statistics for the query planner after a bulk load.
-	if err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	if err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		_, err := tx.Exec(ctx, `PRAGMA optimize`)
 		return err
 	}); err != nil {
@@ -98,7 +99,7 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 // A row that breaks a unique index is tried once more with
 // args(row, true), unless that is nil (see once); SQLite undoes only the
 // failed statement, not the transaction.
-func insertEach[T any](ctx, caller context.Context, tx execer, query string, rows iter.Seq[T], args func(row T, again bool) []any) error {
+func insertEach[T any](ctx, caller context.Context, tx Execer, query string, rows iter.Seq[T], args func(row T, again bool) []any) error {
 	if rows == nil {
 		return nil
 	}
@@ -141,7 +142,7 @@ func lookAlikeKey(key string, id int64) string {
 // keep, in the statement journal (in memory, temp_store=MEMORY), the old
 // image of every page it changes, and in a load's transaction that is the
 // whole table: hundreds of MB for a large seed.
-func resetCounters(ctx context.Context, tx execer) error {
+func resetCounters(ctx context.Context, tx Execer) error {
 	for _, c := range []struct{ table, update string }{
 		{"users", `UPDATE users SET posts_count = (SELECT count(*) FROM posts WHERE posts.user_id = users.id) WHERE id BETWEEN ? AND ?`},
 		{"posts", `UPDATE posts SET comments_count = (SELECT count(*) FROM comments WHERE comments.post_id = posts.id) WHERE id BETWEEN ? AND ?`},
@@ -172,7 +173,7 @@ type Consistency = loremnews.Consistency
 // tests and operators (it reads every row), not for the request path.
 func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, error) {
 	var c loremnews.Consistency
-	err := db.read(ctx, func(ctx context.Context, q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q Querier) error {
 		if err := q.QueryRow(ctx, `PRAGMA integrity_check`).Scan(&c.Integrity); err != nil {
 			return fmt.Errorf("integrity_check: %w", err)
 		}
@@ -203,7 +204,7 @@ func (db *DB) CheckConsistency(ctx context.Context) (loremnews.Consistency, erro
 // Empty reports whether the database has no users (a fresh file).
 func (db *DB) Empty(ctx context.Context) (bool, error) {
 	var n int
-	err := db.read(ctx, func(ctx context.Context, q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q Querier) error {
 		return q.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1)`).Scan(&n)
 	})
 	if err != nil {
@@ -216,7 +217,7 @@ func (db *DB) Empty(ctx context.Context) (bool, error) {
 // the rows are one consistent snapshot even while the site writes.
 func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 	ds := &loremnews.Dataset{}
-	err := db.read(ctx, func(ctx context.Context, q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q Querier) error {
 		return exportRows(ctx, q, ds)
 	})
 	if err != nil {
@@ -226,9 +227,9 @@ func (db *DB) ExportDataset(ctx context.Context) (*loremnews.Dataset, error) {
 }
 
 // exportRows reads every table into ds, in id order.
-func exportRows(ctx context.Context, q querier, ds *loremnews.Dataset) error {
+func exportRows(ctx context.Context, q Querier, ds *loremnews.Dataset) error {
 	err := scanAll(ctx, q, `SELECT id, screen_name, password_digest, about, last_seen_at, posts_count, created_at, updated_at FROM users ORDER BY id`,
-		func(rows rows) error {
+		func(rows Rows) error {
 			var u loremnews.User
 			err := rows.Scan(&u.ID, &u.ScreenName, &u.PasswordDigest, &u.About, nanotime.Into(&u.LastSeenAt), &u.PostsCount,
 				nanotime.Into(&u.CreatedAt), nanotime.Into(&u.UpdatedAt))
@@ -237,7 +238,7 @@ func exportRows(ctx context.Context, q querier, ds *loremnews.Dataset) error {
 		})
 	if err == nil {
 		err = scanAll(ctx, q, `SELECT id, user_id, title, description, published_at, comments_count, created_at, updated_at FROM posts ORDER BY id`,
-			func(rows rows) error {
+			func(rows Rows) error {
 				var p loremnews.Post
 				err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.Description, nanotime.Into(&p.PublishedAt), &p.CommentsCount,
 					nanotime.Into(&p.CreatedAt), nanotime.Into(&p.UpdatedAt))
@@ -247,7 +248,7 @@ func exportRows(ctx context.Context, q querier, ds *loremnews.Dataset) error {
 	}
 	if err == nil {
 		err = scanAll(ctx, q, `SELECT id, post_id, user_id, body, created_at, updated_at FROM comments ORDER BY id`,
-			func(rows rows) error {
+			func(rows Rows) error {
 				var c loremnews.Comment
 				err := rows.Scan(&c.ID, &c.PostID, &c.UserID, &c.Body, nanotime.Into(&c.CreatedAt), nanotime.Into(&c.UpdatedAt))
 				ds.Comments = append(ds.Comments, &c)
@@ -256,7 +257,7 @@ func exportRows(ctx context.Context, q querier, ds *loremnews.Dataset) error {
 	}
 	if err == nil {
 		err = scanAll(ctx, q, `SELECT id, user_id, token_digest, user_agent, ip_address, created_at, updated_at FROM sessions ORDER BY id`,
-			func(rows rows) error {
+			func(rows Rows) error {
 				var s loremnews.Session
 				err := rows.Scan(&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, nanotime.Into(&s.CreatedAt), nanotime.Into(&s.UpdatedAt))
 				ds.Sessions = append(ds.Sessions, &s)
@@ -266,7 +267,7 @@ func exportRows(ctx context.Context, q querier, ds *loremnews.Dataset) error {
 	return err
 }
 
-func scanAll(ctx context.Context, q querier, query string, scan func(rows) error) error {
+func scanAll(ctx context.Context, q Querier, query string, scan func(Rows) error) error {
 	rows, err := q.Query(ctx, query)
 	if err != nil {
 		return err

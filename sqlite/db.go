@@ -1,17 +1,20 @@
 // Package sqlite implements loremnews.Store on an embedded SQLite database
-// through mattn/go-sqlite3. SQL lives only in the store packages: this one
+// through package sqlitedb. SQL lives only in the store packages: this one
 // and postgres/, its twin on PostgreSQL.
 //
-// How connections are set up is chosen by a Profile, so the experiment can
-// run the same app on each of the setups the 2024 talk walked through (see
-// profile.go). Every SQLite decision has its reason written beside it.
+// Open opens the store on sqlitedb; the experiment runs the same store on
+// setups of its own through OpenEngine. Every SQLite decision has its
+// reason written beside it.
 package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/sqlitedb"
@@ -20,77 +23,87 @@ import (
 // Config says which file to open and how.
 type Config struct {
 	// DSN is a file path ("storage/loremnews.sqlite3") or a SQLite URI
-	// ("file:storage/loremnews.sqlite3?_pragma=cache_size(-16000)"). Each
-	// _pragma=name(value) parameter is run on every new connection after the
-	// profile's own pragmas, replacing a profile pragma of the same name.
-	// Other parameters go to the driver unchanged.
+	// ("file:storage/loremnews.sqlite3?_pragma=cache_size(-16000)"), as
+	// sqlitedb.Open takes it.
 	DSN string
-	// Profile is the connection setup; "" means ProfileSplit.
-	Profile Profile
-	// ReadConns caps the read pool (the shared pool for single-pool
-	// profiles, but for naive and enhanced, which keep Rails's 5); 0 means
-	// max(4, 2×GOMAXPROCS).
+	// ReadConns caps the read pool; 0 means max(4, 2×GOMAXPROCS).
 	ReadConns int
 	// WriterTimeout bounds how long a write waits for its turn and for
 	// SQLite's write lock; 0 means 5 s, SQLite's customary busy timeout.
 	WriterTimeout time.Duration
 	// OnWriteWait, if set, is told how long each write waited from asking
-	// to write until its BEGIN returned: the writer queue plus the lock,
-	// comparable across profiles (metrics use it).
+	// to write until its BEGIN returned (metrics use it).
 	OnWriteWait func(time.Duration)
 }
 
-// DB is an open Lorem News database: its SQL, on the engine its profile
-// chose.
+// Options are sqlitedb's options for cfg, with the store's setup on its
+// connections: what Open opens the file with.
+func (cfg Config) Options(s Setup) *sqlitedb.Options {
+	return &sqlitedb.Options{ReadConns: cfg.ReadConns, Timeout: cfg.WriterTimeout, OnWriteWait: cfg.OnWriteWait,
+		ConnectHook: s.Conn, Setup: s.Migrate}
+}
+
+// Setup is what an engine runs for the store: Conn on every new
+// connection, before any statement of the store's (it registers the SQL
+// functions the migrations call), and Migrate once, on one connection,
+// before any read or write.
+type Setup struct {
+	Conn    func(*sqlite3.SQLiteConn) error
+	Migrate func(context.Context, *sql.Conn) error
+}
+
+// DB is an open Lorem News database: its SQL, on an engine.
 type DB struct {
-	eng     engine
-	profile Profile
+	eng Engine
+	// setup names the engine's setup, for the start-up line and metrics.
+	setup string
 	// names keeps screen names and titles for the listings.
 	names *names
 	// now is the clock, replaceable in tests.
 	now func() time.Time
 }
 
-// Open opens (creating if needed) and migrates the database.
+// ProductSetup is the name of the setup Open opens: package sqlitedb with
+// its defaults, one writer and a pool of readers. The experiment calls it
+// "split" too.
+const ProductSetup = "split"
+
+// Open opens (creating if needed) and migrates the database, on package
+// sqlitedb.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
-	if cfg.Profile == "" {
-		cfg.Profile = ProfileSplit
-	}
-	opts, base, ok := cfg.Profile.setup()
-	if !ok {
-		return nil, fmt.Errorf("sqlite: unknown profile %q (want one of %s)", cfg.Profile, strings.Join(ProfileNames(), ", "))
-	}
-	db := &DB{profile: cfg.Profile, names: newNames(), now: func() time.Time { return time.Now().UTC() }}
-	if base != nil {
-		eng, err := openBaseline(ctx, cfg.DSN, *base, cfg, db.migrate)
+	return OpenEngine(ctx, ProductSetup, func(ctx context.Context, s Setup) (Engine, error) {
+		sdb, err := sqlitedb.Open(ctx, cfg.DSN, cfg.Options(s))
 		if err != nil {
 			return nil, err
 		}
-		db.eng = eng
-		return db, nil
-	}
-	opts.ReadConns = cfg.ReadConns
-	opts.Timeout = cfg.WriterTimeout
-	opts.OnWriteWait = cfg.OnWriteWait
-	opts.Setup = db.migrate
-	sdb, err := sqlitedb.Open(ctx, cfg.DSN, opts)
+		return NewEngine(sdb), nil
+	})
+}
+
+// OpenEngine opens the store on the engine open returns, which must run
+// the Setup it is given: Conn on each of its connections and Migrate
+// before anything else. name names the setup ("profile NAME" in
+// Describe, and the profile label of the metrics).
+func OpenEngine(ctx context.Context, name string, open func(context.Context, Setup) (Engine, error)) (*DB, error) {
+	db := &DB{setup: name, names: newNames(), now: func() time.Time { return time.Now().UTC() }}
+	eng, err := open(ctx, Setup{Conn: registerFunctions, Migrate: migrate})
 	if err != nil {
 		return nil, err
 	}
-	db.eng = sqlitedbEngine{sdb}
+	db.eng = eng
 	return db, nil
 }
 
 // Name is the database file's path, for messages (loremnews.Database).
-func (db *DB) Name() string { return db.eng.path() }
+func (db *DB) Name() string { return db.eng.Path() }
 
 // Describe is "profile NAME": the connection setup is what tells SQLite
 // runs apart.
-func (db *DB) Describe() string { return "profile " + string(db.profile) }
+func (db *DB) Describe() string { return "profile " + db.setup }
 
 // Ping reports whether the database answers a query.
 func (db *DB) Ping(ctx context.Context) error {
-	err := db.read(ctx, func(ctx context.Context, q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q Querier) error {
 		var one int
 		return q.QueryRow(ctx, `SELECT 1`).Scan(&one)
 	})
@@ -103,22 +116,34 @@ func (db *DB) Ping(ctx context.Context) error {
 // Close lets queued writes finish, runs PRAGMA optimize, checkpoints the
 // WAL into the main file and truncates it, then closes every connection
 // (sqlitedb.DB.Close). It is safe to call more than once.
-func (db *DB) Close() error { return db.eng.close() }
+func (db *DB) Close() error { return db.eng.Close() }
 
-// Stats is a snapshot of the data layer's counters, for /metrics and tests.
-// A baseline fills in the busy counters and its one pool (as both
-// ReadPool and WritePool), and has no writer or checkpointer of its own.
-type Stats struct {
-	Profile    Profile
-	SharedPool bool // a baseline's one pool of connections
-	sqlitedb.Stats
+// Stats returns the engine's counters, for tests.
+func (db *DB) Stats() sqlitedb.Stats { return db.eng.Stats() }
+
+// Collector exports the database's counters to Prometheus, read at each
+// scrape: namespace_db_profile_info{profile}, and the engine's own
+// (for sqlitedb, package sqlitedbprom's namespace_sqlite_… metrics).
+func (db *DB) Collector(namespace string) prometheus.Collector {
+	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "db", Name: "profile_info",
+		Help: "The connection profile in use.", ConstLabels: prometheus.Labels{"profile": db.setup}})
+	info.Set(1)
+	return append(multiCollector{info}, db.eng.Collectors(namespace)...)
 }
 
-// Stats returns the current counters.
-func (db *DB) Stats() Stats {
-	s := db.eng.stats()
-	s.Profile = db.profile
-	return s
+// multiCollector is several collectors as one.
+type multiCollector []prometheus.Collector
+
+func (m multiCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m {
+		c.Describe(ch)
+	}
+}
+
+func (m multiCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m {
+		c.Collect(ch)
+	}
 }
 
 // DB is the SQLite implementation of the store the web layer uses.

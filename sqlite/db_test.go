@@ -13,17 +13,17 @@ import (
 	"github.com/loremnews/loremnews/storetest"
 )
 
-// MustOpenDB opens a fresh database file in a temporary directory with the
-// given profile ("" for the default) and closes it when the test ends.
-func MustOpenDB(tb testing.TB, profile sqlite.Profile) *sqlite.DB {
+// MustOpenDB opens a fresh database file in a temporary directory and
+// closes it when the test ends.
+func MustOpenDB(tb testing.TB) *sqlite.DB {
 	tb.Helper()
-	return MustOpenDSN(tb, filepath.Join(tb.TempDir(), "test.sqlite3"), profile)
+	return MustOpenDSN(tb, filepath.Join(tb.TempDir(), "test.sqlite3"))
 }
 
-// MustOpenDSN opens dsn with the profile, closing it at the end of the test.
-func MustOpenDSN(tb testing.TB, dsn string, profile sqlite.Profile) *sqlite.DB {
+// MustOpenDSN opens dsn, closing it at the end of the test.
+func MustOpenDSN(tb testing.TB, dsn string) *sqlite.DB {
 	tb.Helper()
-	db, err := sqlite.Open(context.Background(), sqlite.Config{DSN: dsn, Profile: profile})
+	db, err := sqlite.Open(context.Background(), sqlite.Config{DSN: dsn})
 	if err != nil {
 		tb.Fatalf("open %s: %v", dsn, err)
 	}
@@ -46,19 +46,18 @@ var (
 )
 
 func TestOpen(t *testing.T) {
-	t.Run("EveryProfileOpensAndMigrates", func(t *testing.T) {
-		for _, name := range sqlite.ProfileNames() {
-			t.Run(name, func(t *testing.T) {
-				db := MustOpenDB(t, sqlite.Profile(name))
-				migs, err := db.Migrations(context.Background())
-				if err != nil || len(migs) == 0 {
-					t.Fatalf("migrations = %v, %v", migs, err)
-				}
-				u := MustCreateUser(t, db, "alice")
-				if got, err := db.FindUserByID(context.Background(), u.ID); err != nil || got.ScreenName != "alice" {
-					t.Fatalf("find = %+v, %v", got, err)
-				}
-			})
+	t.Run("OpensAndMigrates", func(t *testing.T) {
+		db := MustOpenDB(t)
+		migs, err := db.Migrations(context.Background())
+		if err != nil || len(migs) == 0 {
+			t.Fatalf("migrations = %v, %v", migs, err)
+		}
+		u := MustCreateUser(t, db, "alice")
+		if got, err := db.FindUserByID(context.Background(), u.ID); err != nil || got.ScreenName != "alice" {
+			t.Fatalf("find = %+v, %v", got, err)
+		}
+		if got, want := db.Describe(), "profile "+sqlite.ProductSetup; got != want {
+			t.Errorf("Describe() = %q, want %q", got, want)
 		}
 	})
 
@@ -72,7 +71,7 @@ func TestOpen(t *testing.T) {
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
-		db2 := MustOpenDSN(t, path, "")
+		db2 := MustOpenDSN(t, path)
 		if _, err := db2.FindUserByScreenName(context.Background(), "bob"); err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +90,6 @@ func TestOpen(t *testing.T) {
 			"semicolon":      {sqlite.Config{DSN: "file:" + filepath.Join(dir, "a.db") + "?_pragma=cache_size;drop"}, "bad parameters"},
 			"bad pragma":     {sqlite.Config{DSN: "file:" + filepath.Join(dir, "a.db") + "?_pragma=cache_size(1)%3Bdrop(2)"}, `bad _pragma "cache_size(1);drop(2)"`},
 			"reserved param": {sqlite.Config{DSN: "file:" + filepath.Join(dir, "b.db") + "?_txlock=deferred"}, "parameter _txlock is set by the package"},
-			"profile":        {sqlite.Config{DSN: filepath.Join(dir, "c.db"), Profile: "turbo"}, `unknown profile "turbo"`},
 		} {
 			t.Run(name, func(t *testing.T) {
 				db, err := sqlite.Open(context.Background(), tc.cfg)
@@ -108,7 +106,7 @@ func TestOpen(t *testing.T) {
 
 	t.Run("PragmasFromDSNReachEveryConnection", func(t *testing.T) {
 		dsn := "file:" + filepath.Join(t.TempDir(), "p.sqlite3") + "?_pragma=cache_size(-12345)"
-		db := MustOpenDSN(t, dsn, sqlite.ProfileSplit)
+		db := MustOpenDSN(t, dsn)
 		for _, p := range []struct {
 			name string
 			want string
@@ -148,16 +146,16 @@ func TestWriteTimeoutIsUnavailable(t *testing.T) {
 func TestDiskFull(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "full.sqlite3")
-	db := MustOpenDSN(t, path, "")
+	db := MustOpenDSN(t, path)
 	MustSeed(t, db, 10, 20)
 	before := MustBeConsistent(t, db)
 	db.Close()
 
 	var pages int
-	probe := MustOpenDSN(t, path, "")
+	probe := MustOpenDSN(t, path)
 	pages = probe.PageCount(t)
 	probe.Close()
-	full := MustOpenDSN(t, "file:"+path+"?_pragma=max_page_count("+fmt.Sprint(pages+2)+")", "")
+	full := MustOpenDSN(t, "file:"+path+"?_pragma=max_page_count("+fmt.Sprint(pages+2)+")")
 	var err error
 	created := 0
 	for i := range 1000 {
@@ -174,80 +172,5 @@ func TestDiskFull(t *testing.T) {
 	after := MustBeConsistent(t, full)
 	if after.Posts != before.Posts+created {
 		t.Fatalf("posts %d, want %d + %d created before the disk filled", after.Posts, before.Posts, created)
-	}
-}
-
-// TestProfilePragmas: each profile's connections carry the settings it
-// claims; naive and enhanced the ones Rails's adapter sets.
-func TestProfilePragmas(t *testing.T) {
-	rails := map[string]string{"journal_mode": "wal", "synchronous": "1", "foreign_keys": "1",
-		"journal_size_limit": "67108864", "mmap_size": "134217728", "cache_size": "2000"}
-	for profile, want := range map[sqlite.Profile]map[string]string{
-		sqlite.ProfileNaive:    rails,
-		sqlite.ProfileEnhanced: rails,
-		sqlite.ProfileSplit:    {"synchronous": "1"},
-		sqlite.ProfileDurable:  {"synchronous": "2", "journal_mode": "wal", "mmap_size": "0"},
-	} {
-		t.Run(string(profile), func(t *testing.T) {
-			db := MustOpenDB(t, profile)
-			for name, v := range want {
-				for _, got := range db.ReadPragmaOnEveryConn(t, name) {
-					if got != v {
-						t.Errorf("PRAGMA %s = %s, want %s", name, got, v)
-					}
-				}
-			}
-		})
-	}
-	t.Run("naive's pool is Rails's default of 5", func(t *testing.T) {
-		if n := len(MustOpenDB(t, sqlite.ProfileNaive).ReadPragmaOnEveryConn(t, "foreign_keys")); n != 5 {
-			t.Fatalf("%d connections, want 5", n)
-		}
-	})
-}
-
-// TestEnhancedWaitsForTheLock: a writer of the enhanced profile that finds
-// SQLite's write lock held by another connection retries (the gem's busy
-// handler, run from Go) and commits once the lock is free.
-func TestEnhancedWaitsForTheLock(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "e.sqlite3")
-	holder := MustOpenDSN(t, path, sqlite.ProfileEnhanced)
-	waiter := MustOpenDSN(t, path, sqlite.ProfileEnhanced)
-	release := holder.HoldWriterTurn(t)
-	done := make(chan error, 1)
-	go func() {
-		_, err := waiter.CreateUser(context.Background(), "patient", "x")
-		done <- err
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for waiter.Stats().BusyRetries == 0 {
-		if time.Now().After(deadline) {
-			release()
-			t.Fatal("the waiting writer never met the held lock in 10 s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	release()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("write after the lock was released: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiting writer did not commit within 10 s of the release")
-	}
-	if _, err := holder.FindUserByScreenName(context.Background(), "patient"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestDescribeNamesTheProfile: the start-up line says which connection
-// setup serves the site, through the Database interface alone.
-func TestDescribeNamesTheProfile(t *testing.T) {
-	for _, profile := range []sqlite.Profile{sqlite.ProfileNaive, sqlite.ProfileSplit} {
-		var db loremnews.Database = MustOpenDB(t, profile)
-		if got, want := db.Describe(), "profile "+string(profile); got != want {
-			t.Errorf("Describe() = %q, want %q", got, want)
-		}
 	}
 }

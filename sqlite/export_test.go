@@ -21,7 +21,7 @@ import (
 // returns PRAGMA name's value on each.
 func (db *DB) ReadPragmaOnEveryConn(tb testing.TB, name string) []string {
 	tb.Helper()
-	n := db.eng.readConns()
+	n := db.eng.Stats().ReadPool.MaxOpenConnections
 	var (
 		mu   sync.Mutex
 		vals []string
@@ -32,7 +32,7 @@ func (db *DB) ReadPragmaOnEveryConn(tb testing.TB, name string) []string {
 	errs := make(chan error, n)
 	for range n {
 		wg.Go(func() {
-			errs <- db.eng.read(context.Background(), func(ctx context.Context, q querier) error {
+			errs <- db.eng.Read(context.Background(), func(ctx context.Context, q Querier) error {
 				var v string
 				if err := q.QueryRow(ctx, "PRAGMA "+name).Scan(&v); err != nil {
 					return err
@@ -70,7 +70,7 @@ func (db *DB) HoldWriterTurn(tb testing.TB) (release func()) {
 	started, done, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		db.write(context.Background(), func(context.Context, execer) error {
+		db.write(context.Background(), func(context.Context, Execer) error {
 			close(started)
 			<-done
 			return nil
@@ -83,7 +83,7 @@ func (db *DB) HoldWriterTurn(tb testing.TB) (release func()) {
 // ExecForTest runs a statement as a write of its own.
 func (db *DB) ExecForTest(tb testing.TB, query string, args ...any) {
 	tb.Helper()
-	err := db.eng.write(context.Background(), func(ctx context.Context, tx execer) error {
+	err := db.eng.Write(context.Background(), func(ctx context.Context, tx Execer) error {
 		_, err := tx.Exec(ctx, query, args...)
 		return err
 	})
@@ -96,7 +96,7 @@ func (db *DB) ExecForTest(tb testing.TB, query string, args ...any) {
 func (db *DB) PageCount(tb testing.TB) int {
 	tb.Helper()
 	var n int
-	err := db.eng.read(context.Background(), func(ctx context.Context, q querier) error {
+	err := db.eng.Read(context.Background(), func(ctx context.Context, q Querier) error {
 		return q.QueryRow(ctx, "PRAGMA page_count").Scan(&n)
 	})
 	if err != nil {
@@ -119,8 +119,7 @@ const (
 func (db *DB) ListingThroughDriver(ctx context.Context, rx *sqlitedb.Rx, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
 	err := rx.Conn().Raw(func(dc any) error {
-		c := dc.(sqliteConn).SQLiteConnOf()
-		rows, err := c.QueryContext(ctx, listingSQL, []driver.NamedValue{{Ordinal: 1, Value: beforeID}, {Ordinal: 2, Value: int64(limit)}})
+		rows, err := dc.(driver.QueryerContext).QueryContext(ctx, listingSQL, []driver.NamedValue{{Ordinal: 1, Value: beforeID}, {Ordinal: 2, Value: int64(limit)}})
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,7 @@ import (
 
 func benchDB(b *testing.B) *sqlite.DB {
 	b.Helper()
-	db := MustOpenDB(b, "")
+	db := MustOpenDB(b)
 	MustSeed(b, db, 100, 1000)
 	return db
 }
@@ -113,7 +113,7 @@ func BenchmarkBinding(b *testing.B) {
 // The paths of BenchmarkBinding read the same rows.
 func TestBindingPathsAgree(t *testing.T) {
 	ctx := context.Background()
-	db := MustOpenDB(t, "")
+	db := MustOpenDB(t)
 	MustSeed(t, db, 10, 150)
 	err := db.OnReadConn(ctx, func(rx *sqlitedb.Rx) error {
 		viaSQL, err := db.ListingThroughSQL(ctx, rx, 120, 100)

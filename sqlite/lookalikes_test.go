@@ -26,7 +26,7 @@ func TestMigrationKeysOldLookAlikes(t *testing.T) {
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, p.ID, p.UserID, p.Title, p.Description, p.PublishedAt, p.CreatedAt, p.UpdatedAt})
 	}
 	createOldDatabase(t, path, rows...)
-	db := MustOpenDSN(t, path, "")
+	db := MustOpenDSN(t, path)
 
 	raw, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
 	if err != nil {

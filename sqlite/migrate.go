@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"fmt"
 	"strings"
@@ -20,41 +19,32 @@ var migrationFS embed.FS
 // migrate applies every embedded migration not yet recorded
 // (sqlitedb.Migrate: each in a transaction of its own, in file-name order,
 // recorded in schema_migrations). It runs when the database opens
-// (sqlitedb's Options.Setup), on the write connection, before anything
-// else of this process uses it.
-func (db *DB) migrate(ctx context.Context, conn *sql.Conn) error {
-	// The connection also gets loremnews_unix_nanos, which migration 0003
-	// converts DATETIME text with, loremnews_skeleton, which migration 0004
-	// computed the look-alike keys of the stored names and titles with, and
-	// loremnews_name_key and loremnews_title_key, which 0011 computes their
-	// keys with now.
-	if err := conn.Raw(func(dc any) error {
-		c, ok := dc.(*sqlite3.SQLiteConn) // a baseline's
-		if !ok {
-			c = dc.(sqliteConn).SQLiteConnOf() // sqlitedb's
-		}
-		if err := c.RegisterFunc("loremnews_unix_nanos", unixNanosOfText, true); err != nil {
-			return fmt.Errorf("register loremnews_unix_nanos: %w", err)
-		}
-		if err := c.RegisterFunc("loremnews_skeleton", skeletonOfText, true); err != nil {
-			return fmt.Errorf("register loremnews_skeleton: %w", err)
-		}
-		if err := c.RegisterFunc("loremnews_name_key", nameKeyOfText, true); err != nil {
-			return fmt.Errorf("register loremnews_name_key: %w", err)
-		}
-		if err := c.RegisterFunc("loremnews_title_key", func(s string) string { return loremnews.TitleKey(s) }, true); err != nil {
-			return fmt.Errorf("register loremnews_title_key: %w", err)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	return sqlitedb.Migrate(migrationFS, "migrations/*.sql")(ctx, conn)
-}
+// (Setup.Migrate), on one connection, before anything else of this
+// process uses it.
+var migrate = sqlitedb.Migrate(migrationFS, "migrations/*.sql")
 
-// sqliteConn is a pooled connection (sqlitedb's) that can give go-sqlite3's
-// own, for what only the driver offers, such as SQL functions in Go.
-type sqliteConn interface{ SQLiteConnOf() *sqlite3.SQLiteConn }
+// registerFunctions gives a connection the SQL functions the migrations
+// call (Setup.Conn): loremnews_unix_nanos, which migration 0003 converts
+// DATETIME text with, loremnews_skeleton, which migration 0004 computed the
+// look-alike keys of the stored names and titles with, and
+// loremnews_name_key and loremnews_title_key, which 0011 computes their
+// keys with now.
+func registerFunctions(c *sqlite3.SQLiteConn) error {
+	for _, f := range []struct {
+		name string
+		impl any
+	}{
+		{"loremnews_unix_nanos", unixNanosOfText},
+		{"loremnews_skeleton", skeletonOfText},
+		{"loremnews_name_key", nameKeyOfText},
+		{"loremnews_title_key", loremnews.TitleKey},
+	} {
+		if err := c.RegisterFunc(f.name, f.impl, true); err != nil {
+			return fmt.Errorf("register %s: %w", f.name, err)
+		}
+	}
+	return nil
+}
 
 // unixNanosOfText is loremnews_unix_nanos: a DATETIME value as the driver
 // read it into a time.Time (text: "Z" trimmed, then each of its layouts in
@@ -104,7 +94,7 @@ func skeletonOfText(v any) (any, error) {
 // Migrations lists the applied migrations, oldest first.
 func (db *DB) Migrations(ctx context.Context) ([]string, error) {
 	var names []string
-	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q Querier) (err error) {
 		rows, err := q.Query(ctx, `SELECT version FROM `+sqlitedb.MigrationsTable+` ORDER BY version`)
 		if err != nil {
 			return err

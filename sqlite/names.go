@@ -49,7 +49,7 @@ const nameVersionSQL = `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE n
 // fill sets the ScreenName of each of users and the Title of each of posts
 // from their ids, as of q's snapshot. n may be nil (in a write
 // transaction): then every name is read from the tables.
-func (n *names) fill(ctx context.Context, q querier, users []*loremnews.User, posts []*loremnews.Post) error {
+func (n *names) fill(ctx context.Context, q Querier, users []*loremnews.User, posts []*loremnews.Post) error {
 	if len(users) == 0 && len(posts) == 0 {
 		return nil
 	}
@@ -148,7 +148,7 @@ func keep(m, found map[int64]string) map[int64]string {
 
 // catchUp reads the version of q's snapshot and brings the cache up to it
 // if it is behind. It says whether the cache then holds that version.
-func (n *names) catchUp(ctx context.Context, q querier) (usable bool, version int64, err error) {
+func (n *names) catchUp(ctx context.Context, q Querier) (usable bool, version int64, err error) {
 	if err := q.QueryRow(ctx, nameVersionSQL).Scan(&version); err != nil {
 		return false, 0, err
 	}
@@ -217,7 +217,7 @@ func (n *names) catchUp(ctx context.Context, q querier) (usable bool, version in
 
 // readNames reads the (id, name) pairs of want by a query that takes their
 // ids as one JSON array.
-func readNames(ctx context.Context, q querier, query string, want []named) (map[int64]string, error) {
+func readNames(ctx context.Context, q Querier, query string, want []named) (map[int64]string, error) {
 	var b strings.Builder
 	b.WriteByte('[')
 	for i, r := range want {

@@ -149,7 +149,7 @@ func TestNamesFollowAReplaceByAnotherProgram(t *testing.T) {
 func namesFixture(t *testing.T, foreignKeys bool) (db *sqlite.DB, other *sql.DB, alice, bob *loremnews.User, p *loremnews.Post) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "names.sqlite3")
-	db = MustOpenDSN(t, path, "")
+	db = MustOpenDSN(t, path)
 	alice = MustCreateUser(t, db, "alice")
 	bob = MustCreateUser(t, db, "bob")
 	p = MustCreatePost(t, db, alice.ID, "A post of alice's")
@@ -189,7 +189,7 @@ func readPages(t *testing.T, db *sqlite.DB, postID int64, users ...int64) {
 func TestRenameAndRetitleWriteLittle(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "renames.sqlite3")
-	db := MustOpenDSN(t, path, "")
+	db := MustOpenDSN(t, path)
 	alice := MustCreateUser(t, db, "alice")
 	bob := MustCreateUser(t, db, "bob")
 	p := MustCreatePost(t, db, bob.ID, "A post with long comments")
@@ -243,7 +243,7 @@ func TestRenameAndRetitleWriteLittle(t *testing.T) {
 func TestNamesForgottenPastTheLog(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "log.sqlite3")
-	db := MustOpenDSN(t, path, "")
+	db := MustOpenDSN(t, path)
 	alice := MustCreateUser(t, db, "alice")
 	carol := MustCreateUser(t, db, "carol")
 	p := MustCreatePost(t, db, alice.ID, "A post of alice's")

@@ -20,7 +20,7 @@ import (
 func TestListingPlans(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "plans.sqlite3")
-	db := MustOpenDSN(t, path, "")
+	db := MustOpenDSN(t, path)
 	MustSeed(t, db, 100, 1000) // and PRAGMA optimize, which writes sqlite_stat1
 
 	conn, err := sql.Open("sqlite3", "file:"+path)

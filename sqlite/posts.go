@@ -49,7 +49,7 @@ const (
 // queryPosts lists post summaries (id, author, title, comment count,
 // creation time) from index_posts_listing, with their authors' screen
 // names from nm; tail is the WHERE/ORDER/LIMIT part.
-func queryPosts(ctx context.Context, q querier, nm *names, tail string, args ...any) ([]*loremnews.Post, error) {
+func queryPosts(ctx context.Context, q Querier, nm *names, tail string, args ...any) ([]*loremnews.Post, error) {
 	rows, err := q.Query(ctx, postsListingSQL+tail, args...)
 	if err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func queryPosts(ctx context.Context, q querier, nm *names, tail string, args ...
 
 // findPost reads a post with its author's screen name (from nm; nil in a
 // write transaction).
-func findPost(ctx context.Context, q querier, nm *names, id int64) (*loremnews.Post, error) {
+func findPost(ctx context.Context, q Querier, nm *names, id int64) (*loremnews.Post, error) {
 	p, err := readPost(ctx, q, id)
 	if err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func findPost(ctx context.Context, q querier, nm *names, id int64) (*loremnews.P
 }
 
 // readPost reads a post, its Author holding only the id.
-func readPost(ctx context.Context, q querier, id int64) (*loremnews.Post, error) {
+func readPost(ctx context.Context, q Querier, id int64) (*loremnews.Post, error) {
 	p, err := scanPost(q.QueryRow(ctx, `SELECT `+postColumns+` FROM posts p WHERE p.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "Post not found.")
@@ -102,7 +102,7 @@ func readPost(ctx context.Context, q querier, id int64) (*loremnews.Post, error)
 // CreatePost stores a new post by userID and counts it in the author's posts_count.
 func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.write(ctx, func(ctx context.Context, tx execer) (err error) {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) (err error) {
 		p, err = db.insertPost(ctx, tx, userID, in)
 		return err
 	})
@@ -112,7 +112,7 @@ func (db *DB) CreatePost(ctx context.Context, userID int64, in loremnews.PostInp
 	return p, nil
 }
 
-func (db *DB) insertPost(ctx context.Context, tx execer, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
+func (db *DB) insertPost(ctx context.Context, tx Execer, userID int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	now := db.now()
 	// title_key's unique index refuses a taken title in another case or
 	// spacing (loremnews.TitleKey) as it refuses the title.
@@ -141,7 +141,7 @@ func (db *DB) insertPost(ctx context.Context, tx execer, userID int64, in loremn
 // FindPostByID returns the post with its author, or ENOTFOUND.
 func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q Querier) (err error) {
 		p, err = findPost(ctx, q, db.names, id)
 		return err
 	})
@@ -154,7 +154,7 @@ func (db *DB) FindPostByID(ctx context.Context, id int64) (*loremnews.Post, erro
 // UpdatePost changes a post's title and description.
 func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) (*loremnews.Post, error) {
 	var p *loremnews.Post
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		// An unchanged title keeps its key (a duplicate stored before the
 		// keys existed keeps its " DUPLICATE <id>" one and may still be
 		// edited); a new one gets its own, which must not be another
@@ -181,7 +181,7 @@ func (db *DB) UpdatePost(ctx context.Context, id int64, in loremnews.PostInput) 
 
 // DeletePost removes a post; its comments go by cascade.
 func (db *DB) DeletePost(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx execer) error { return deletePost(ctx, tx, id) })
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error { return deletePost(ctx, tx, id) })
 	if err != nil {
 		return fmt.Errorf("delete post %d: %w", id, err)
 	}
@@ -189,7 +189,7 @@ func (db *DB) DeletePost(ctx context.Context, id int64) error {
 }
 
 // deletePost removes the post and uncounts it from its author's posts_count.
-func deletePost(ctx context.Context, tx execer, id int64) error {
+func deletePost(ctx context.Context, tx Execer, id int64) error {
 	var userID int64
 	err := tx.QueryRow(ctx, `DELETE FROM posts WHERE id = ? RETURNING user_id`, id).Scan(&userID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -206,7 +206,7 @@ func deletePost(ctx context.Context, tx execer, id int64) error {
 // time (the seed inserts in date order), so "newest" is the id order.
 func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
-	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q Querier) (err error) {
 		posts, err = queryPosts(ctx, q, db.names, frontPageTail, beforeID, limit)
 		return err
 	})
@@ -223,7 +223,7 @@ func (db *DB) PostPage(ctx context.Context, id int64) (*loremnews.Post, []*lorem
 		p        *loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q Querier) (err error) {
 		p, comments, err = postPage(ctx, q, db.names, id)
 		return err
 	})
@@ -240,7 +240,7 @@ func (db *DB) PostComments(ctx context.Context, postID, beforeID int64, limit in
 		p        *loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q Querier) (err error) {
 		p, comments, err = postComments(ctx, q, db.names, postID, beforeID, limit)
 		return err
 	})
@@ -252,13 +252,13 @@ func (db *DB) PostComments(ctx context.Context, postID, beforeID int64, limit in
 
 // postPage reads a post with its author and its first page of comments;
 // see PostPage.
-func postPage(ctx context.Context, q querier, nm *names, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
+func postPage(ctx context.Context, q Querier, nm *names, id int64) (*loremnews.Post, []*loremnews.Comment, error) {
 	return postComments(ctx, q, nm, id, math.MaxInt64, loremnews.PostCommentsPageSize)
 }
 
 // postComments reads a post with its author and a page of its comments;
 // see PostComments.
-func postComments(ctx context.Context, q querier, nm *names, id, beforeID int64, limit int) (*loremnews.Post, []*loremnews.Comment, error) {
+func postComments(ctx context.Context, q Querier, nm *names, id, beforeID int64, limit int) (*loremnews.Post, []*loremnews.Comment, error) {
 	p, err := readPost(ctx, q, id)
 	if loremnews.ErrorCode(err) == loremnews.ENOTFOUND {
 		return nil, nil, wasDeleted(ctx, q, "posts", id, err)
@@ -280,7 +280,7 @@ func postComments(ctx context.Context, q querier, nm *names, id, beforeID int64,
 // wasDeleted tells a deleted row from one that never existed: ids come from
 // AUTOINCREMENT, so an absent id no larger than the table's highest issued
 // id (sqlite_sequence) was deleted. It returns EGONE or notFound.
-func wasDeleted(ctx context.Context, q querier, table string, id int64, notFound error) error {
+func wasDeleted(ctx context.Context, q Querier, table string, id int64, notFound error) error {
 	var seq sql.NullInt64
 	err := q.QueryRow(ctx, `SELECT seq FROM sqlite_sequence WHERE name = ?`, table).Scan(&seq)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -297,7 +297,7 @@ func wasDeleted(ctx context.Context, q querier, table string, id int64, notFound
 // range of index_comments_on_post_id, read no further than the page, and
 // nothing else. SQLite reads a negative LIMIT as no
 // limit at all, so one is made 0.
-func queryPostComments(ctx context.Context, q querier, p *loremnews.Post, beforeID int64, limit int) ([]*loremnews.Comment, error) {
+func queryPostComments(ctx context.Context, q Querier, p *loremnews.Post, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	rows, err := q.Query(ctx, postCommentsSQL, p.ID, beforeID, max(limit, 0))
 	if err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ func (db *DB) ReserveAttempt(ctx context.Context, key []byte, limit int, window 
 		return false, 0, fmt.Errorf("reserve attempt: limit %d and window %v must be positive", limit, window)
 	}
 	n, end := now.UnixNano(), now.Add(window).UnixNano()
-	err = db.write(ctx, func(ctx context.Context, tx execer) error {
+	err = db.write(ctx, func(ctx context.Context, tx Execer) error {
 		ok, retryAfter = false, 0
 		// A new key, or one whose window has ended, starts a window with
 		// this attempt; a key under its limit counts one more; a key at
@@ -61,7 +61,7 @@ func (db *DB) ReserveAttempt(ctx context.Context, key []byte, limit int, window 
 
 // ReleaseAttempt gives back one attempt of key (loremnews.LimitStore).
 func (db *DB) ReleaseAttempt(ctx context.Context, key []byte) error {
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		_, err := tx.Exec(ctx, `UPDATE rate_limits SET attempts = attempts - 1 WHERE key = ? AND attempts > 0`, key)
 		return err
 	})

@@ -16,7 +16,7 @@ import (
 func TestRateLimitsAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "limits.sqlite3")
-	a, b := MustOpenDSN(t, path, ""), MustOpenDSN(t, path, "")
+	a, b := MustOpenDSN(t, path), MustOpenDSN(t, path)
 	now := time.Now()
 	key := sha256.Sum256([]byte("account"))
 	for i, db := range []interface {
@@ -33,7 +33,7 @@ func TestRateLimitsAcrossProcesses(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c := MustOpenDSN(t, path, "")
+	c := MustOpenDSN(t, path)
 	if ok, wait, err := c.ReserveAttempt(ctx, key[:], 3, time.Hour, now.Add(time.Minute)); err != nil || ok || wait != 59*time.Minute {
 		t.Fatalf("reopened: ok %v, wait %v, %v; want refused for 59m", ok, wait, err)
 	}
@@ -44,7 +44,7 @@ func TestRateLimitsAcrossProcesses(t *testing.T) {
 func TestRateLimitRowsPurged(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "limits.sqlite3")
-	db := MustOpenDSN(t, path, "")
+	db := MustOpenDSN(t, path)
 	now := time.Now()
 	reserve := func(name string, at time.Time) {
 		t.Helper()

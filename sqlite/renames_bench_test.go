@@ -31,7 +31,7 @@ func BenchmarkRenameAndRetitle(b *testing.B) {
 	}
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "renames.sqlite3")
-	db := MustOpenDSN(b, path, "")
+	db := MustOpenDSN(b, path)
 	author := MustCreateUser(b, db, "author")
 	p := MustCreatePost(b, db, author.ID, "A post with many long comments")
 	body := strings.Repeat("Long words, many of them. ", 400)[:10000]

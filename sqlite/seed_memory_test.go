@@ -35,7 +35,7 @@ func TestSeedMemoryIsFlat(t *testing.T) {
 		// A 2 MB page cache, full in both runs, so SQLite's own memory
 		// can only grow with the set by a leak of pages (the statement
 		// journal of one UPDATE over a whole table, say).
-		db := MustOpenDSN(t, "file:"+filepath.Join(t.TempDir(), "seed.sqlite3")+"?_pragma=cache_size(-2000)", "")
+		db := MustOpenDSN(t, "file:"+filepath.Join(t.TempDir(), "seed.sqlite3")+"?_pragma=cache_size(-2000)")
 		runtime.GC()
 		stopRSS := sample(func() uint64 { return anonRSS(t) })
 		stop := sampleHeap()

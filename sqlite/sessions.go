@@ -13,7 +13,7 @@ import (
 
 // CreateSession stores a new signed-in browser and fills in its id and times.
 func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		return insertSession(ctx, tx, s, db.now())
 	})
 	if err != nil {
@@ -24,7 +24,7 @@ func (db *DB) CreateSession(ctx context.Context, s *loremnews.Session) error {
 
 // insertSession is CreateSession inside tx, for UpdateProfile too: it stores
 // s, fills in its id and times, and marks its user seen now.
-func insertSession(ctx context.Context, tx execer, s *loremnews.Session, now time.Time) error {
+func insertSession(ctx context.Context, tx Execer, s *loremnews.Session, now time.Time) error {
 	res, err := tx.Exec(ctx, `INSERT INTO sessions (user_id, token_digest, user_agent, ip_address, device, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, s.UserID, s.TokenDigest, s.UserAgent, s.IPAddress, s.Device, nanotime.Value(now), nanotime.Value(now))
 	if isForeignKeyViolation(err) {
@@ -48,7 +48,7 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 		u *loremnews.User
 	)
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
-	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q Querier) (err error) {
 		u, err = scanUser(q.QueryRow(ctx, `SELECT `+userColumns+`, s.id, s.user_id, s.token_digest, s.user_agent, s.ip_address, s.created_at, s.updated_at
 			FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_digest = ? AND s.updated_at > ? AND s.created_at > ?`, digest, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter)),
 			&s.ID, &s.UserID, &s.TokenDigest, &s.UserAgent, &s.IPAddress, nanotime.Into(&s.CreatedAt), nanotime.Into(&s.UpdatedAt))
@@ -65,7 +65,7 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 
 // TouchSession records that the session's browser was seen now.
 func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		now := db.now()
 		if _, err := tx.Exec(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, nanotime.Value(now), s.ID); err != nil {
 			return err
@@ -84,7 +84,7 @@ func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
 func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.SessionLimits) ([]*loremnews.Session, error) {
 	var sessions []*loremnews.Session
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
-	err := db.read(ctx, func(ctx context.Context, q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q Querier) error {
 		rows, err := q.Query(ctx, `SELECT id, user_id, user_agent, ip_address, created_at, updated_at
 			FROM sessions WHERE user_id = ? AND updated_at > ? AND created_at > ? ORDER BY updated_at DESC, id DESC`, userID, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter))
 		if err != nil {
@@ -110,7 +110,7 @@ func (db *DB) UserSessions(ctx context.Context, userID int64, limits loremnews.S
 // same statement is the ownership check: another user's session id is
 // ENOTFOUND, as is one that does not exist.
 func (db *DB) DeleteSession(ctx context.Context, userID, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		res, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = ? AND user_id = ?`, id, userID)
 		if err != nil {
 			return err
@@ -126,7 +126,7 @@ func (db *DB) DeleteSession(ctx context.Context, userID, id int64) error {
 // RevokeSession deletes the user's session id and keeps the digest of the
 // device cookie set with it until deviceExpires.
 func (db *DB) RevokeSession(ctx context.Context, userID, id int64, deviceExpires time.Time) error {
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		var device []byte
 		err := tx.QueryRow(ctx, `DELETE FROM sessions WHERE id = ? AND user_id = ? RETURNING device`, id, userID).Scan(&device)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -149,7 +149,7 @@ func (db *DB) RevokeSession(ctx context.Context, userID, id int64, deviceExpires
 // cookie with that digest was set with (and it has not expired since).
 func (db *DB) DeviceRevoked(ctx context.Context, userID int64, device []byte) (bool, error) {
 	var revoked bool
-	err := db.read(ctx, func(ctx context.Context, q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q Querier) error {
 		return q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM revoked_devices WHERE user_id = ? AND device = ? AND expires_at > ?)`,
 			userID, device, nanotime.Value(db.now())).Scan(&revoked)
 	})
@@ -165,7 +165,7 @@ func (db *DB) DeviceRevoked(ctx context.Context, userID int64, device []byte) (b
 func (db *DB) DeleteExpiredSessions(ctx context.Context, limits loremnews.SessionLimits) (int64, error) {
 	var n int64
 	activeAfter, createdAfter := limits.Cutoffs(db.now())
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		res, err := tx.Exec(ctx, `DELETE FROM sessions WHERE updated_at <= ? OR created_at <= ?`, nanotime.Bound(activeAfter), nanotime.Bound(createdAfter))
 		if err != nil {
 			return err

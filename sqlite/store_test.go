@@ -5,28 +5,17 @@ import (
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/postgres"
-	"github.com/loremnews/loremnews/sqlite"
 	"github.com/loremnews/loremnews/storetest"
 )
 
-// TestStore runs the suite every backend passes, on every profile.
+// TestStore runs the suite every backend passes.
 func TestStore(t *testing.T) {
-	for _, profile := range sqlite.ProfileNames() {
-		t.Run(profile, func(t *testing.T) {
-			var except []string
-			if profile == string(sqlite.ProfileNaive) {
-				// naive is the setup that fails under concurrent writes
-				// (SQLITE_BUSY); http's TestNaiveProfileFails shows it.
-				except = append(except, "ConcurrentWriters")
-			}
-			storetest.Run(t, func(tb testing.TB) loremnews.Database { return MustOpenDB(tb, sqlite.Profile(profile)) }, except...)
-		})
-	}
+	storetest.Run(t, func(tb testing.TB) loremnews.Database { return MustOpenDB(tb) })
 }
 
 // TestMigrationsInStep keeps both backends' schemas at the same versions.
 func TestMigrationsInStep(t *testing.T) {
-	db := MustOpenDB(t, "")
+	db := MustOpenDB(t)
 	applied, err := db.Migrations(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -122,7 +122,7 @@ func TestTimesRoundTripThroughTheMigration(t *testing.T) {
 	)
 	want := oldTimes(t, path)
 	oldSchema := schemaAt(t, path)
-	db := MustOpenDSN(t, path, "")
+	db := MustOpenDSN(t, path)
 	got := newTimes(t, db)
 	if len(got) != len(want) || len(want) != 16 {
 		t.Fatalf("%d times after the migration, %d before (want 16)", len(got), len(want))

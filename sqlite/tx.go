@@ -8,13 +8,13 @@ import "context"
 // its whole page cache when its read transaction starts after another
 // connection committed — here, nearly always — so separate queries would
 // each read the shared pages (b-tree roots, the users table) again.
-func (db *DB) read(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
-	return mapError(db.eng.read(ctx, fn))
+func (db *DB) read(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
+	return mapError(db.eng.Read(ctx, fn))
 }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE … COMMIT in every
 // profile but naive), after this process's earlier writes in the profiles
 // that queue them, and returns once it has committed.
-func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx execer) error) error {
-	return mapError(db.eng.write(ctx, fn))
+func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx Execer) error) error {
+	return mapError(db.eng.Write(ctx, fn))
 }

@@ -29,7 +29,7 @@ func scanUser(s scanner, extra ...any) (*loremnews.User, error) {
 // CreateUser stores a new user.
 func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		now := db.now()
 		keys := loremnews.ScreenNameKeys(screenName)
 		if err := refuseLookAlike(ctx, tx, screenName, keys, 0); err != nil {
@@ -62,7 +62,7 @@ func (db *DB) CreateUser(ctx context.Context, screenName, passwordDigest string)
 // is one of that user's keys; or the names differ only in case. It runs
 // in the write transaction that stores name, so no other write can store
 // a look-alike in between.
-func refuseLookAlike(ctx context.Context, tx execer, name string, keys loremnews.NameKeys, except int64) error {
+func refuseLookAlike(ctx context.Context, tx Execer, name string, keys loremnews.NameKeys, except int64) error {
 	var other string
 	err := tx.QueryRow(ctx, `SELECT screen_name FROM users
 		WHERE id <> ?5 AND (screen_name = ?4 OR screen_name_key IN (?1, ?2, ?3) OR screen_name_small_key = ?1 OR screen_name_capitals_key = ?1)
@@ -78,7 +78,7 @@ func refuseLookAlike(ctx context.Context, tx execer, name string, keys loremnews
 // FindUserByID returns the user or an ENOTFOUND error.
 func (db *DB) FindUserByID(ctx context.Context, id int64) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q Querier) (err error) {
 		u, err = findUser(ctx, q, id)
 		return err
 	})
@@ -91,7 +91,7 @@ func (db *DB) FindUserByID(ctx context.Context, id int64) (*loremnews.User, erro
 // FindUserByScreenName returns the user (case-insensitively) or ENOTFOUND.
 func (db *DB) FindUserByScreenName(ctx context.Context, screenName string) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q Querier) (err error) {
 		u, err = scanUser(q.QueryRow(ctx, `SELECT `+userColumns+` FROM users u WHERE u.screen_name = ?`, screenName))
 		if errors.Is(err, sql.ErrNoRows) {
 			return loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
@@ -104,7 +104,7 @@ func (db *DB) FindUserByScreenName(ctx context.Context, screenName string) (*lor
 	return u, nil
 }
 
-func findUser(ctx context.Context, q querier, id int64) (*loremnews.User, error) {
+func findUser(ctx context.Context, q Querier, id int64) (*loremnews.User, error) {
 	u, err := scanUser(q.QueryRow(ctx, `SELECT `+userColumns+` FROM users u WHERE u.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, loremnews.Errorf(loremnews.ENOTFOUND, "User not found.")
@@ -118,7 +118,7 @@ func findUser(ctx context.Context, q querier, id int64) (*loremnews.User, error)
 // sessions as they were.
 func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileChange) (*loremnews.User, error) {
 	var u *loremnews.User
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		now := db.now()
 		// Only a new name is checked: a look-alike stored before the
 		// check existed may keep its name and still edit the rest.
@@ -171,7 +171,7 @@ func (db *DB) UpdateProfile(ctx context.Context, id int64, c loremnews.ProfileCh
 // oldDigest, in one statement, so a password changed meanwhile stays.
 func (db *DB) RehashPassword(ctx context.Context, id int64, oldDigest, newDigest string) (bool, error) {
 	var done bool
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		res, err := tx.Exec(ctx, `UPDATE users SET password_digest = ? WHERE id = ? AND password_digest = ?`, newDigest, id, oldDigest)
 		if err != nil {
 			return err
@@ -191,7 +191,7 @@ func (db *DB) RehashPassword(ctx context.Context, id int64, oldDigest, newDigest
 // those posts' comments_count, so those counters are fixed first, in the
 // same transaction.
 func (db *DB) DeleteUser(ctx context.Context, id int64) error {
-	err := db.write(ctx, func(ctx context.Context, tx execer) error {
+	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
 		if _, err := tx.Exec(ctx, `UPDATE posts SET comments_count = comments_count -
 				(SELECT count(*) FROM comments c WHERE c.post_id = posts.id AND c.user_id = ?1)
 			WHERE user_id <> ?1 AND id IN (SELECT post_id FROM comments WHERE user_id = ?1)`, id); err != nil {
@@ -218,7 +218,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 		posts    []*loremnews.Post
 		comments []*loremnews.Comment
 	)
-	err := db.read(ctx, func(ctx context.Context, q querier) (err error) {
+	err := db.read(ctx, func(ctx context.Context, q Querier) (err error) {
 		u, posts, comments, err = userPage(ctx, q, db.names, id, limit)
 		return err
 	})
@@ -229,7 +229,7 @@ func (db *DB) UserPage(ctx context.Context, id int64, limit int) (*loremnews.Use
 }
 
 // userPage reads a user with their newest posts and comments; see UserPage.
-func userPage(ctx context.Context, q querier, nm *names, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
+func userPage(ctx context.Context, q Querier, nm *names, id int64, limit int) (*loremnews.User, []*loremnews.Post, []*loremnews.Comment, error) {
 	u, err := findUser(ctx, q, id)
 	if err != nil {
 		return nil, nil, nil, err
@@ -252,7 +252,7 @@ func userPage(ctx context.Context, q querier, nm *names, id int64, limit int) (*
 // UserPosts lists the user's posts with id < beforeID, newest first.
 func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
-	err := db.read(ctx, func(ctx context.Context, q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q Querier) error {
 		author, err := findAuthor(ctx, q, userID)
 		if err != nil {
 			return err
@@ -269,7 +269,7 @@ func (db *DB) UserPosts(ctx context.Context, userID, beforeID int64, limit int) 
 // UserComments lists the user's comments with id < beforeID, newest first.
 func (db *DB) UserComments(ctx context.Context, userID, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	var comments []*loremnews.Comment
-	err := db.read(ctx, func(ctx context.Context, q querier) error {
+	err := db.read(ctx, func(ctx context.Context, q Querier) error {
 		author, err := findAuthor(ctx, q, userID)
 		if err != nil {
 			return err
@@ -284,7 +284,7 @@ func (db *DB) UserComments(ctx context.Context, userID, beforeID int64, limit in
 }
 
 // findAuthor is the id and screen name of a user, or ENOTFOUND.
-func findAuthor(ctx context.Context, q querier, id int64) (*loremnews.User, error) {
+func findAuthor(ctx context.Context, q Querier, id int64) (*loremnews.User, error) {
 	u := &loremnews.User{ID: id}
 	err := q.QueryRow(ctx, `SELECT screen_name FROM users WHERE id = ?`, id).Scan(&u.ScreenName)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -293,7 +293,7 @@ func findAuthor(ctx context.Context, q querier, id int64) (*loremnews.User, erro
 	return u, err
 }
 
-func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Post, error) {
+func queryUserPosts(ctx context.Context, q Querier, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	rows, err := q.Query(ctx, userPostsSQL, author.ID, beforeID, limit)
 	if err != nil {
 		return nil, err
@@ -314,7 +314,7 @@ func queryUserPosts(ctx context.Context, q querier, author *loremnews.User, befo
 
 // queryUserComments lists a user's comments with their posts' titles
 // (from nm).
-func queryUserComments(ctx context.Context, q querier, nm *names, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
+func queryUserComments(ctx context.Context, q Querier, nm *names, author *loremnews.User, beforeID int64, limit int) ([]*loremnews.Comment, error) {
 	rows, err := q.Query(ctx, userCommentsSQL, author.ID, beforeID, limit)
 	if err != nil {
 		return nil, err

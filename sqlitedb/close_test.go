@@ -21,7 +21,7 @@ func TestCloseWhileBusy(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "close.db")
-			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{GroupCommit: m.groupCommit, Timeout: within})
+			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{Timeout: within})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func TestCloseWhileBusy(t *testing.T) {
 				t.Fatalf("Close returned (%v) while a write held the writer's turn", err)
 			default:
 			}
-			if err := db.Write(ctx, insert(1000)); !errors.Is(err, sqlitedb.ErrClosed) {
+			if err := m.write(db, ctx, insert(1000)); !errors.Is(err, sqlitedb.ErrClosed) {
 				t.Errorf("a write asked for after Close began: %v, want ErrClosed", err)
 			}
 			release()
@@ -69,9 +69,9 @@ func TestCloseWhileBusy(t *testing.T) {
 			writeNoop := func(context.Context, *sqlitedb.Tx) error { return nil }
 			for name, err := range map[string]error{
 				"Read":     db.Read(ctx, readNoop),
-				"Write":    db.Write(ctx, writeNoop),
+				"Write":    m.write(db, ctx, writeNoop),
 				"Coalesce": db.Coalesce(ctx, writeNoop),
-				"Backup":   db.Backup(ctx, filepath.Join(t.TempDir(), "backup.db")),
+				"Backup":   db.Backup(ctx, filepath.Join(t.TempDir(), "backup.db"), nil),
 			} {
 				if !errors.Is(err, sqlitedb.ErrClosed) {
 					t.Errorf("%s after Close: %v, want ErrClosed", name, err)

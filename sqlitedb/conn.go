@@ -165,9 +165,6 @@ func newDriverConn(c *sqlite3.SQLiteConn) (*driverConn, error) {
 	return dc, nil
 }
 
-// SQLiteConnOf is go-sqlite3's connection.
-func (c *driverConn) SQLiteConnOf() *sqlite3.SQLiteConn { return c.SQLiteConn }
-
 // Close finalizes the handles' statements, then closes the connection.
 func (c *driverConn) Close() error {
 	if c.walFrames != nil {

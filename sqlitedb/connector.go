@@ -37,6 +37,8 @@ type connectorConfig struct {
 	// database/sql's calls; noStatementCache for none.
 	stmtCache int
 	memoryMap bool // Options.MemoryMap
+	// connectHook is Options.ConnectHook.
+	connectHook func(*sqlite3.SQLiteConn) error
 }
 
 // noStatementCache keeps no prepared statements for database/sql's calls,
@@ -98,6 +100,11 @@ func newConnector(d dsn, cfg connectorConfig) *connector {
 		if openTimeout > busyTimeout {
 			if _, err := c.Exec(fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeout.Milliseconds()), nil); err != nil {
 				return err
+			}
+		}
+		if cfg.connectHook != nil {
+			if err := cfg.connectHook(c); err != nil {
+				return fmt.Errorf("ConnectHook: %w", err)
 			}
 		}
 		return nil

@@ -123,17 +123,13 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 			return fail("set up", err)
 		}
 	}
-	batch := 1
-	if o.GroupCommit {
-		batch = groupCommitBatch
-	}
 	if (o.MemoryMap || d.params.Get("vfs") == mapVFSName) && !isMapped(d.path) {
 		// The VFS leaves a file unmapped where it cannot map it safely (a
 		// 32-bit address space, a default VFS other than SQLite's unix
 		// one, a descriptor it does not recognise): reads then use pread.
 		slog.Warn("sqlitedb: the memory map was asked for but the database file is not mapped; reads use pread", "path", d.path)
 	}
-	db.writer = newWriter(writerConfig{pool: db.writeDB, timeout: o.Timeout, maxBatch: batch, owner: db,
+	db.writer = newWriter(writerConfig{pool: db.writeDB, timeout: o.Timeout, owner: db,
 		onWait: o.OnWriteWait, committed: db.checkpointer.committed, busyRetries: &db.busyRetries})
 	return db, nil
 }
@@ -169,7 +165,7 @@ const noBusyTimeout = 0
 // its pragmas), whose connections share the DB's fail-stop.
 func (db *DB) connector(busy time.Duration, pragmas []Pragma, stmtCache int) *connector {
 	c := newConnector(db.dsn, connectorConfig{busyTimeout: busy, openTimeout: db.opts.Timeout, pragmas: pragmas,
-		stmtCache: stmtCache, memoryMap: db.opts.MemoryMap})
+		stmtCache: stmtCache, memoryMap: db.opts.MemoryMap, connectHook: db.opts.ConnectHook})
 	c.stopped = db.stopped
 	return c
 }
@@ -275,31 +271,6 @@ func (db *DB) Close() error {
 // checkpointer have stopped.
 func (db *DB) closePools() error {
 	return errors.Join(db.readDB.Close(), db.writeDB.Close())
-}
-
-// Backup writes a consistent copy of the database to path (which must not
-// exist; its directory is created if needed) with VACUUM INTO, while reads and writes go on: it reads one
-// snapshot, so writers are never blocked, and writes a compact file with
-// no WAL. It uses a connection of its own (the read connections are
-// query_only, which forbids VACUUM INTO, and the write connection would
-// stall every writer for the whole copy).
-func (db *DB) Backup(ctx context.Context, path string) error {
-	if db.closed.Load() {
-		return ErrClosed
-	}
-	if _, err := os.Stat(path); err == nil {
-		return fmt.Errorf("sqlitedb: backup: %s already exists", path)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("sqlitedb: backup: %w", err)
-	}
-	conn := sql.OpenDB(db.connector(db.opts.Timeout, db.pragmas, noStatementCache))
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
-		os.Remove(path)
-		return fmt.Errorf("sqlitedb: backup to %s: %w", path, err)
-	}
-	return nil
 }
 
 // prepareDir makes sure the database's directory exists and the path is

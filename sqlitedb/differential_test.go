@@ -607,7 +607,7 @@ func (d *diffRun) toggleA2(ctx context.Context) {
 		d.a2 = nil
 		return
 	}
-	a2, err := sqlitedb.Open(ctx, d.pathA, &sqlitedb.Options{Pragmas: diffPragmas, ReadConns: 2, GroupCommit: d.a2Opened%2 == 0, MemoryMap: true})
+	a2, err := sqlitedb.Open(ctx, d.pathA, &sqlitedb.Options{Pragmas: diffPragmas, ReadConns: 2, MemoryMap: true})
 	if err != nil {
 		d.fatalf("open the second DB: %v", err)
 	}

@@ -96,7 +96,7 @@
 //     handle then refuses every further statement (ErrRolledBack), and the
 //     write connection lets no commit through but the writer's own, so
 //     nothing of the write runs, and commits, outside its transaction.
-//     In a shared transaction (group commit, Coalesce) the write that
+//     In a shared transaction (Coalesce) the write that
 //     failed is told so, and the others run again without it. A COMMIT
 //     that fails with an I/O error may leave its frames complete in the
 //     WAL, where recovery after a crash would find them: they are voided
@@ -119,8 +119,8 @@
 //     before its turn never runs. A ctx that ends while a statement runs
 //     interrupts it (sqlite3_interrupt): Read, and a write in a
 //     transaction of its own, return an error wrapping ctx.Err(), and the
-//     connection stays usable. Writes sharing a transaction (group commit,
-//     Coalesce) are not interrupted once they run, since an interrupted
+//     connection stays usable. Writes sharing a transaction (Coalesce)
+//     are not interrupted once they run, since an interrupted
 //     write statement rolls back the whole transaction.
 //   - A panic in fn reaches the goroutine that called Read, Write or
 //     Coalesce (a write's as a *PanicError), after its transaction rolled
@@ -155,6 +155,18 @@
 //
 // Migrate applies ordered SQL files from an fs.FS as Options.Setup, each in
 // a transaction of its own, recorded in MigrationsTable.
+//
+// Backup writes a consistent copy of the database to a new file while
+// reads and writes go on, with SQLite's online backup API: one read
+// transaction for the whole copy, so it is the snapshot of the moment it
+// began and, in WAL mode, no writer waits for it. BackupOptions pace it
+// (pages per step, a pause between steps, so a large copy leaves the disk
+// to the site) and report its progress. The copy appears at its path only
+// once complete and synced, no more readable than the database file.
+//
+// Options.ConnectHook runs on every connection the package opens: the
+// place to register SQL functions, collations and virtual tables, which
+// SQLite keeps per connection.
 //
 // # Costs
 //

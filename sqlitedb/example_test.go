@@ -190,9 +190,8 @@ var schema = fstest.MapFS{
 }
 
 // Migrations in Setup: Migrate applies each migration once, in a
-// transaction of its own with its record in schema_migrations, and
-// AppliedMigrations lists them. Opening the database again applies
-// nothing.
+// transaction of its own with its record in MigrationsTable
+// (schema_migrations). Opening the database again applies nothing.
 func ExampleMigrate() {
 	dir, err := os.MkdirTemp("", "sqlitedb-example")
 	if err != nil {
@@ -207,15 +206,15 @@ func ExampleMigrate() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		var applied []string
-		err = db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) (err error) {
-			applied, err = sqlitedb.AppliedMigrations(ctx, rx)
-			return err
+		var applied string
+		err = db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+			return rx.QueryRow(ctx, `SELECT group_concat(version, ', ') FROM (SELECT version FROM `+
+				sqlitedb.MigrationsTable+` ORDER BY version)`).Scan(&applied)
 		})
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(run, "open:", strings.Join(applied, ", "))
+		fmt.Println(run, "open:", applied)
 		if err := db.Close(); err != nil {
 			log.Fatal(err)
 		}
@@ -272,7 +271,7 @@ func ExampleDB_Backup() {
 		}
 	})
 	copyPath := filepath.Join(dir, "backup.db")
-	if err := db.Backup(ctx, copyPath); err != nil {
+	if err := db.Backup(ctx, copyPath, &sqlitedb.BackupOptions{PagesPerStep: 16, Pause: time.Millisecond}); err != nil {
 		log.Fatal(err)
 	}
 	close(stop)

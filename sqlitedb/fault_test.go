@@ -24,11 +24,8 @@ import (
 )
 
 // faultModes are the writer modes the fault tests run in: a transaction
-// per write, and group commit.
-var faultModes = []struct {
-	name        string
-	groupCommit bool
-}{{"queue", false}, {"group", true}}
+// per write, and coalesced writes sharing one.
+var faultModes = writerModes
 
 // faultTemplateRows is how many rows the template database holds: some 25
 // pages of table and a few of index, which a database just opened reads
@@ -139,20 +136,21 @@ func faultWrite(k int) func(context.Context, *sqlitedb.Tx) error {
 
 // faultWrites runs writes 0 to 5: write 0 alone, then write 1 holding the
 // writer's turn while writes 2 to 5 line up behind it in that order, so
-// that group commit commits those four in one batch. If write 1 cannot
-// begin, 2 to 5 run one after the other. It returns each write's result.
-func faultWrites(t *testing.T, db *sqlitedb.DB) map[int]error {
+// that coalesced, they commit in one batch. If write 1 cannot begin, 2 to
+// 5 run one after the other. Each runs through m. It returns each write's
+// result.
+func faultWrites(t *testing.T, db *sqlitedb.DB, m writeMode) map[int]error {
 	t.Helper()
 	ctx := context.Background()
 	results := make([]error, 6)
-	results[0] = db.Write(ctx, faultWrite(0))
+	results[0] = m.write(db, ctx, faultWrite(0))
 
 	waiting := func() int64 { return int64(db.Stats().Writer.Depth) }
 	before := waiting()
 	running, hold, held := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(held)
-		results[1] = db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+		results[1] = m.write(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 			close(running)
 			<-hold
 			return faultWrite(1)(ctx, tx)
@@ -162,7 +160,7 @@ func faultWrites(t *testing.T, db *sqlitedb.DB) map[int]error {
 	case <-running:
 		var wg sync.WaitGroup
 		for k := 2; k < 6; k++ {
-			wg.Go(func() { results[k] = db.Write(ctx, faultWrite(k)) })
+			wg.Go(func() { results[k] = m.write(db, ctx, faultWrite(k)) })
 			waitFor(t, fmt.Sprintf("write %d waiting behind the one holding the turn", k), func() bool { return waiting()-before >= int64(k-1) })
 		}
 		close(hold)
@@ -170,7 +168,7 @@ func faultWrites(t *testing.T, db *sqlitedb.DB) map[int]error {
 		waitGroup(t, &wg, "the writes")
 	case <-held: // its BEGIN failed
 		for k := 2; k < 6; k++ {
-			results[k] = db.Write(ctx, faultWrite(k))
+			results[k] = m.write(db, ctx, faultWrite(k))
 		}
 	}
 	out := make(map[int]error, len(results))
@@ -272,14 +270,14 @@ func faultCheck(t *testing.T, path string, results map[int]error, what string) (
 
 // faultCase is one position of a sweep.
 type faultCase struct {
-	groupCommit bool
-	modeName    string
-	dsn         string // parameters after vfs=faultvfs
-	kind        faultvfs.Kind
-	n           int  // 0: no fault, only count
-	persistent  bool // every call from the nth on, not the nth alone
-	checkpoint  bool // faultCheckpointWrites, and Close, with the fault armed
-	held        bool // faultCheckpointWrites with a snapshot held
+	mode       writeMode
+	modeName   string
+	dsn        string // parameters after vfs=faultvfs
+	kind       faultvfs.Kind
+	n          int  // 0: no fault, only count
+	persistent bool // every call from the nth on, not the nth alone
+	checkpoint bool // faultCheckpointWrites, and Close, with the fault armed
+	held       bool // faultCheckpointWrites with a snapshot held
 }
 
 func (c faultCase) String() string {
@@ -323,7 +321,7 @@ func faultRun(t *testing.T, template string, c faultCase) faultOutcome {
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "fault.db")
 	faultCopy(t, template, path)
-	db, err := sqlitedb.Open(ctx, "file:"+path+"?vfs="+faultvfs.Name+c.dsn, &sqlitedb.Options{GroupCommit: c.groupCommit})
+	db, err := sqlitedb.Open(ctx, "file:"+path+"?vfs="+faultvfs.Name+c.dsn, nil)
 	if err != nil {
 		t.Fatalf("%s: open: %v", c, err)
 	}
@@ -337,7 +335,7 @@ func faultRun(t *testing.T, template string, c faultCase) faultOutcome {
 	if c.checkpoint {
 		results = faultCheckpointWrites(t, db, c.held)
 	} else {
-		results = faultWrites(t, db)
+		results = faultWrites(t, db, c.mode)
 	}
 	var out faultOutcome
 	closed := false
@@ -389,7 +387,7 @@ func faultRun(t *testing.T, template string, c faultCase) faultOutcome {
 	out.results = results
 
 	// Opened again, the file takes writes.
-	db, err = sqlitedb.Open(ctx, path, &sqlitedb.Options{GroupCommit: c.groupCommit})
+	db, err = sqlitedb.Open(ctx, path, nil)
 	if err != nil {
 		t.Fatalf("%s: open again: %v", c, err)
 	}
@@ -502,10 +500,10 @@ func TestFaultWrites(t *testing.T) {
 	for _, m := range faultModes {
 		t.Run(m.name, func(t *testing.T) {
 			t.Run("synchronous=NORMAL", func(t *testing.T) {
-				faultSweep(t, template, faultCase{groupCommit: m.groupCommit, modeName: m.name}, kinds, true)
+				faultSweep(t, template, faultCase{mode: m, modeName: m.name}, kinds, true)
 			})
 			t.Run("synchronous=FULL", func(t *testing.T) {
-				c := faultCase{groupCommit: m.groupCommit, modeName: m.name + ", synchronous=FULL", dsn: "&_pragma=synchronous(FULL)"}
+				c := faultCase{mode: m, modeName: m.name + ", synchronous=FULL", dsn: "&_pragma=synchronous(FULL)"}
 				faultSweep(t, template, c, []faultvfs.Kind{faultvfs.Sync}, true)
 			})
 		})
@@ -530,11 +528,11 @@ func TestFaultCheckpoint(t *testing.T) {
 	kinds := []faultvfs.Kind{faultvfs.Read, faultvfs.Write, faultvfs.Full, faultvfs.Sync, faultvfs.Truncate, faultvfs.FileSize}
 	for _, m := range faultModes {
 		t.Run(m.name, func(t *testing.T) {
-			c := faultCase{groupCommit: m.groupCommit, modeName: m.name, checkpoint: true}
+			c := faultCase{mode: m, modeName: m.name, checkpoint: true}
 			faultSweep(t, template, c, kinds, false)
 			c.modeName, c.dsn = m.name+", synchronous=FULL", "&_pragma=synchronous(FULL)"
 			faultSweep(t, template, c, []faultvfs.Kind{faultvfs.Sync, faultvfs.Truncate}, false)
-			c = faultCase{groupCommit: m.groupCommit, modeName: m.name + ", a snapshot held", checkpoint: true, held: true}
+			c = faultCase{mode: m, modeName: m.name + ", a snapshot held", checkpoint: true, held: true}
 			faultSweep(t, template, c, []faultvfs.Kind{faultvfs.Sync, faultvfs.Write}, false)
 		})
 	}
@@ -553,7 +551,7 @@ func TestFaultDiskFull(t *testing.T) {
 			ctx := context.Background()
 			dir := faultTmpfs(t)
 			path := filepath.Join(dir, "full.db")
-			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{GroupCommit: m.groupCommit, Setup: func(ctx context.Context, conn *sql.Conn) error {
+			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{Setup: func(ctx context.Context, conn *sql.Conn) error {
 				_, err := conn.ExecContext(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)`)
 				return err
 			}})
@@ -576,7 +574,7 @@ func TestFaultDiskFull(t *testing.T) {
 				wg.Go(func() {
 					for failures.Load() < 40 && next.Load() < 5000 {
 						id := next.Add(1)
-						err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+						err := m.write(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 							_, err := tx.Exec(ctx, `INSERT INTO t (id, body) VALUES (?, randomblob(2000))`, id)
 							return err
 						})
@@ -628,7 +626,7 @@ func TestFaultDiskFull(t *testing.T) {
 				t.Fatalf("remount with 4 MiB: %v: %s", err, out)
 			}
 			after := next.Add(1)
-			err = db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+			err = m.write(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 				_, err := tx.Exec(ctx, `INSERT INTO t (id, body) VALUES (?, randomblob(2000))`, after)
 				return err
 			})
@@ -737,7 +735,7 @@ func TestFaultDiskFullMidTransaction(t *testing.T) {
 			ctx := context.Background()
 			dir := faultTmpfs(t)
 			path := filepath.Join(dir, "full.db")
-			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{GroupCommit: m.groupCommit,
+			db, err := sqlitedb.Open(ctx, path, &sqlitedb.Options{
 				Pragmas: []sqlitedb.Pragma{{Name: "cache_size", Value: "10"}},
 				Setup: func(ctx context.Context, conn *sql.Conn) error {
 					_, err := conn.ExecContext(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)`)
@@ -756,7 +754,7 @@ func TestFaultDiskFullMidTransaction(t *testing.T) {
 			failedGroups, failedWrites := 0, 0
 			for w := int64(0); w < 60 && failedGroups+failedWrites < 30; w++ {
 				var inserted []int64
-				err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+				err := m.write(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 					inserted = inserted[:0]
 					for g := int64(0); g < 20; g++ {
 						if _, err := tx.Exec(ctx, `SAVEPOINT g`); err != nil {

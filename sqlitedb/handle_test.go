@@ -47,12 +47,12 @@ func TestWriteHandleRefusesEndingTheTransaction(t *testing.T) {
 	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := context.Background()
-			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: m.groupCommit})
+			db, _ := openDB(t, &sqlitedb.Options{})
 			createT(t, db)
 			for i, st := range endingStatements {
 				committed, rolledBack := 2*i, 2*i+1
 				// fn goes on past the refusal and returns nil.
-				err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+				err := m.write(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 					if err := insert(committed)(ctx, tx); err != nil {
 						return err
 					}
@@ -70,7 +70,7 @@ func TestWriteHandleRefusesEndingTheTransaction(t *testing.T) {
 				}
 				// fn returns the refusal: nothing of it is kept.
 				var refusal error
-				err = db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+				err = m.write(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 					if err := insert(rolledBack)(ctx, tx); err != nil {
 						return err
 					}
@@ -130,9 +130,9 @@ func TestWriteHandleRunsSavepoints(t *testing.T) {
 	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := context.Background()
-			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: m.groupCommit})
+			db, _ := openDB(t, &sqlitedb.Options{})
 			createT(t, db)
-			err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+			err := m.write(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 				for _, q := range []string{
 					`SAVEPOINT a`,
 					`INSERT INTO t (n) VALUES (1)`,

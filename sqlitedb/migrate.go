@@ -171,17 +171,3 @@ func migrationRecorded(ctx context.Context, conn *sql.Conn, name string) (bool, 
 	err := conn.QueryRowContext(ctx, `SELECT count(*) FROM `+MigrationsTable+` WHERE version = ?`, name).Scan(&n)
 	return n > 0, err
 }
-
-// AppliedMigrations lists the migrations MigrationsTable records, in path
-// order (the order Migrate applied them), inside Read or Write.
-func AppliedMigrations(ctx context.Context, rx *Rx) ([]string, error) {
-	rows, err := rx.Query(ctx, `SELECT version FROM `+MigrationsTable+` ORDER BY version`)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for rows.Next() {
-		names = append(names, rows.Text(0))
-	}
-	return names, nil
-}

@@ -33,9 +33,19 @@ func openMigrated(t *testing.T, path string, fsys fstest.MapFS) (*sqlitedb.DB, e
 func versions(t *testing.T, db *sqlitedb.DB) []string {
 	t.Helper()
 	var got []string
-	err := db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) (err error) {
-		got, err = sqlitedb.AppliedMigrations(ctx, rx)
-		return err
+	err := db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
+		rows, err := rx.Query(ctx, `SELECT version FROM `+sqlitedb.MigrationsTable+` ORDER BY version`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var v string
+			if err := rows.Scan(&v); err != nil {
+				return err
+			}
+			got = append(got, v)
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ const (
 // process acknowledged, under the name of the process that wrote it.
 //
 // The writers differ, so that kills land in each way of writing: their
-// way of running writes (a transaction each, or group commit) and, for
+// way of running writes (a transaction each, or coalesced) and, for
 // every other one, a page cache of 10 pages, so transactions spill pages
 // into the WAL before they commit.
 func TestKillOneOfSeveralWriters(t *testing.T) {
@@ -321,9 +321,13 @@ func multicrashChild(path, name string) {
 	if err != nil {
 		fail("name", err)
 	}
-	// w1 and w2 group commit, w3 and w4 not, and so on; the even ones
-	// have the small page cache: every pairing comes up.
-	opts := &sqlitedb.Options{GroupCommit: n%4 == 1 || n%4 == 2}
+	// w1 and w2 coalesce their writes, w3 and w4 not, and so on; the
+	// even ones have the small page cache: every pairing comes up.
+	write := (*sqlitedb.DB).Write
+	if n%4 == 1 || n%4 == 2 {
+		write = (*sqlitedb.DB).Coalesce
+	}
+	opts := &sqlitedb.Options{}
 	if n%2 == 0 {
 		opts.Pragmas = []sqlitedb.Pragma{{Name: "cache_size", Value: "10"}}
 	}
@@ -351,7 +355,7 @@ func multicrashChild(path, name string) {
 				}
 				n := 1 + rng.IntN(4)
 				var ids []int64
-				err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+				err := write(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 					ids = ids[:0]
 					for range n {
 						var id int64

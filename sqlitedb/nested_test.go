@@ -19,7 +19,7 @@ func TestNestedWriteFailsAtOnce(t *testing.T) {
 	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := context.Background()
-			db, err := sqlitedb.Open(ctx, filepath.Join(t.TempDir(), "n.db"), &sqlitedb.Options{GroupCommit: m.groupCommit, Timeout: 30 * time.Second,
+			db, err := sqlitedb.Open(ctx, filepath.Join(t.TempDir(), "n.db"), &sqlitedb.Options{Timeout: 30 * time.Second,
 				Setup: func(ctx context.Context, conn *sql.Conn) error {
 					_, err := conn.ExecContext(ctx, `CREATE TABLE t (x INTEGER)`)
 					return err
@@ -30,8 +30,8 @@ func TestNestedWriteFailsAtOnce(t *testing.T) {
 			defer db.Close()
 			var inner, innerCoalesce error
 			start := time.Now()
-			err = db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
-				inner = db.Write(ctx, func(context.Context, *sqlitedb.Tx) error { return nil })
+			err = m.write(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+				inner = m.write(db, ctx, func(context.Context, *sqlitedb.Tx) error { return nil })
 				innerCoalesce = db.Coalesce(ctx, func(context.Context, *sqlitedb.Tx) error { return nil })
 				_, err := tx.Exec(ctx, `INSERT INTO t VALUES (1)`)
 				return err

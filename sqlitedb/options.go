@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // Options says how a database is set up. The zero value is the setup
@@ -38,13 +40,6 @@ type Options struct {
 	// kept apart, up to 128 per connection.
 	StatementCache int
 
-	// GroupCommit commits the ordinary writes queued at one moment (up to
-	// 32) in one transaction, each in a savepoint of its own, instead of
-	// one transaction each: BEGIN, COMMIT and its WAL append are paid once
-	// per batch. A write that fails rolls back alone, but a COMMIT that
-	// fails (an I/O error, a full disk) fails every write of its batch.
-	GroupCommit bool
-
 	// MemoryMap opens the file through the package's VFS, "sqlitedb",
 	// which copies each page a connection reads from one memory map of the
 	// database file and one of its WAL per process, instead of SQLite's
@@ -56,6 +51,14 @@ type Options struct {
 	// statement that met it. A DSN's vfs parameter (vfs=sqlitedb,
 	// vfs=unix) decides instead, if given.
 	MemoryMap bool
+
+	// ConnectHook, if set, runs on every connection the package opens,
+	// read or write, once its pragmas are set and before any statement of
+	// the caller's: the place to register SQL functions, collations or
+	// virtual tables (go-sqlite3's RegisterFunc and friends), which SQLite
+	// keeps per connection. If it fails, so does opening the connection
+	// (and Open, for the first ones).
+	ConnectHook func(*sqlite3.SQLiteConn) error
 
 	// Setup, if set, runs once when the database opens, before any read or
 	// write, on the write connection and outside any transaction: the

@@ -28,8 +28,8 @@ func TestOpenAppliesTheDefaults(t *testing.T) {
 	if o.Timeout != 5*time.Second || o.StatementCache != 64 {
 		t.Errorf("Timeout %v, StatementCache %d; want 5s, 64", o.Timeout, o.StatementCache)
 	}
-	if o.GroupCommit || o.MemoryMap {
-		t.Errorf("options %+v; want a transaction per write, SQLite's own reads", o)
+	if o.MemoryMap || o.ConnectHook != nil {
+		t.Errorf("options %+v; want SQLite's own reads, no hook", o)
 	}
 	if !slices.Equal(db.Pragmas(), sqlitedb.DefaultPragmas()) {
 		t.Errorf("pragmas %v, want the defaults %v", db.Pragmas(), sqlitedb.DefaultPragmas())

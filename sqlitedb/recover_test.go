@@ -69,7 +69,7 @@ func TestPanicInReadLeavesConnectionsUsable(t *testing.T) {
 func TestPanicInWriteReachesTheCaller(t *testing.T) {
 	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
-			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: m.groupCommit, Timeout: 5 * time.Second})
+			db, _ := openDB(t, &sqlitedb.Options{Timeout: 5 * time.Second})
 			createT(t, db)
 			for i := range 5 {
 				v := recovered(func() {

@@ -102,7 +102,7 @@ func TestAWriteRolledBackBySQLiteCommitsNothing(t *testing.T) {
 	}
 }
 
-// Writes that share a transaction (group commit, coalesced) are told the
+// Writes that share a transaction (coalesced) are told the
 // truth when SQLite rolls it back during one of them: that one failed,
 // whatever its function returned, and the others ran again in a
 // transaction without it and committed. Nothing of the one that failed
@@ -110,25 +110,17 @@ func TestAWriteRolledBackBySQLiteCommitsNothing(t *testing.T) {
 func TestASharedTransactionRolledBackBySQLite(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
-		name     string
-		opts     sqlitedb.Options
-		coalesce bool
+		name string
 		// ignore: the failing write ignores its error and goes on
 		ignore bool
 	}{
-		{"group commit, the error returned", sqlitedb.Options{GroupCommit: true}, false, false},
-		{"group commit, the error ignored", sqlitedb.Options{GroupCommit: true}, false, true},
-		{"coalesced, the error ignored", sqlitedb.Options{}, true, true},
-		{"coalesced, the error returned", sqlitedb.Options{}, true, false},
+		{"the error ignored", true},
+		{"the error returned", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			c.opts.Timeout = within
-			db, _ := openDB(t, &c.opts)
+			db, _ := openDB(t, &sqlitedb.Options{Timeout: within})
 			createT(t, db)
-			write := db.Write
-			if c.coalesce {
-				write = db.Coalesce
-			}
+			write := db.Coalesce
 			release := holdWriter(t, db, nil)
 			const n, failing = 5, 2
 			errs := make([]error, n)

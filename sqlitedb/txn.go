@@ -116,11 +116,10 @@ func (db *DB) leaveRead() { <-db.readers }
 // before its turn never runs (ctx's error, or ErrTimeout). fn's ctx keeps
 // ctx's values but is not cancelled; Write watches ctx instead: if it ends
 // while fn runs, the statement running is interrupted, the transaction
-// rolls back, and Write returns an error wrapping ctx.Err(). With
-// Options.GroupCommit, and in Coalesce, writes share a transaction, and an
-// interrupted statement rolls back the whole transaction (SQLite does so
-// for any interrupted write statement): there, a write is not interrupted
-// once it runs.
+// rolls back, and Write returns an error wrapping ctx.Err(). In Coalesce,
+// writes share a transaction, and an interrupted statement rolls back the
+// whole transaction (SQLite does so for any interrupted write statement):
+// there, a write is not interrupted once it runs.
 //
 // If fn returns an error, the transaction rolls back and Write returns
 // that error. If fn panics, the transaction rolls back, and the panic

@@ -20,18 +20,16 @@ import (
 // it: what a write may see and what its caller is told are decided here.
 //
 // How writes are grouped into transactions:
-//   - one transaction per write (maxBatch 1, the default). A caller hands
+//   - one transaction per write (Write). A caller hands
 //     its write to the writer goroutine and waits for the result. The turn
 //     never passes between goroutines: when a write commits, the writer
 //     starts the next one at once, instead of waking its caller's
 //     goroutine, which would first have to wait for a CPU (on a busy
 //     machine, longer than the write itself) while nobody writes;
-//   - group commit (maxBatch > 1, Options.GroupCommit): the writes that
-//     queued up meanwhile are committed together, one BEGIN IMMEDIATE …
-//     COMMIT for a batch, each write inside its own SAVEPOINT, so BEGIN,
-//     COMMIT (the WAL append) and the hand-offs are paid once per batch;
 //   - coalesced writes (Coalesce) queue apart and are committed together,
-//     up to maxCoalesced of those waiting, in one transaction of their own.
+//     up to maxCoalesced of those waiting, in one transaction of their own,
+//     so BEGIN, COMMIT (the WAL append) and the hand-offs are paid once per
+//     batch.
 //
 // What it keeps:
 //   - First come, first served: the queues are channels, taken in order;
@@ -44,10 +42,8 @@ import (
 //     that would still commit on it — a statement through the escape hatch
 //     — into a rollback (only the writer's own COMMIT passes), and the
 //     writes of that transaction are told it was rolled back.
-//   - One write's failure does not fail another: in group commit a failing
-//     write rolls back to its own savepoint and the batch goes on; in a
-//     coalesced batch, the failing write is answered and the others run
-//     again without it. When SQLite rolls a shared transaction back during
+//   - One write's failure does not fail another: in a coalesced batch,
+//     the failing write is answered and the others run again without it. When SQLite rolls a shared transaction back during
 //     one write's function, that write is answered with its error and the
 //     others run once more, in a transaction without it (nothing of theirs
 //     was committed, so running them again cannot write anything twice); if
@@ -96,16 +92,11 @@ type writer struct {
 type writerConfig struct {
 	pool        *sql.DB             // the one write connection
 	timeout     time.Duration       // Options.Timeout: the bound of every wait
-	maxBatch    int                 // ordinary writes per transaction: 1, or groupCommitBatch
 	owner       any                 // what a write's ctx carries under insideWrite{}
 	onWait      func(time.Duration) // Options.OnWriteWait, or nil
 	committed   func()              // after each commit, the connection back in the pool
 	busyRetries *atomic.Int64       // BEGINs retried while another process held the lock
 }
-
-// groupCommitBatch bounds a group commit's batch, so the first write in it
-// never waits behind more than this many others before its COMMIT.
-const groupCommitBatch = 32
 
 // maxCoalesced bounds the coalesced writes committed together.
 const maxCoalesced = 256
@@ -148,7 +139,6 @@ type batchKind int
 
 const (
 	ownTxn       batchKind = iota // one write, interrupted if its caller leaves
-	groupTxn                      // ordinary writes, each in a savepoint
 	coalescedTxn                  // coalesced writes
 )
 
@@ -237,13 +227,9 @@ func (wr *writer) run() {
 	}
 }
 
-// runWrites commits w and, in group commit, what else is queued with it.
+// runWrites commits w in a transaction of its own.
 func (wr *writer) runWrites(w *pendingWrite) {
-	kind := ownTxn
-	if wr.cfg.maxBatch > 1 {
-		kind = groupTxn
-	}
-	wr.runBatch(wr.gather([]*pendingWrite{w}, wr.queue, wr.cfg.maxBatch), kind)
+	wr.runBatch(wr.gather([]*pendingWrite{w}, wr.queue, 1), ownTxn)
 }
 
 // runCoalesced commits w with the coalesced writes queued with it.
@@ -342,16 +328,8 @@ func (wr *writer) transact(batch []*pendingWrite, kind batchKind, lostBefore boo
 	}
 	wr.cur.conn, wr.cur.batch = conn, batch
 	defer func() { wr.cur.conn, wr.cur.batch = nil, nil }()
-	results := make([]error, len(batch))
 	without := func(i int) []*pendingWrite { return append(batch[:i:i], batch[i+1:]...) }
 	for i, w := range batch {
-		if kind == groupTxn {
-			if err := execOn(conn, `SAVEPOINT write`); err != nil {
-				wr.rollback(conn)
-				failAll(fmt.Errorf("savepoint: %w", err))
-				return nil, false
-			}
-		}
 		err := wr.call(w, conn, &txn, kind == ownTxn)
 		if txn.ended() {
 			// SQLite rolled the transaction back during w's function.
@@ -368,45 +346,25 @@ func (wr *writer) transact(batch []*pendingWrite, kind batchKind, lostBefore boo
 			return others, true
 		}
 		if err != nil {
-			switch kind {
-			case ownTxn:
-				wr.rollback(conn)
+			// A coalesced write that fails fails alone: the others run
+			// again without it.
+			wr.rollback(conn)
+			if kind == ownTxn {
 				w.answer(callerError(w, err))
 				return nil, false
-			case coalescedTxn:
-				wr.rollback(conn)
-				w.answer(err)
-				return without(i), false
 			}
-			results[i] = err // a *PanicError too: the panic is its caller's alone
-			if rerr := execOn(conn, `ROLLBACK TO write`); rerr != nil {
-				wr.rollback(conn)
-				w.answer(err)
-				return without(i), false
-			}
-		}
-		if kind == groupTxn {
-			if err := execOn(conn, `RELEASE write`); err != nil {
-				wr.rollback(conn)
-				failAll(fmt.Errorf("release savepoint: %w", err))
-				return nil, false
-			}
+			w.answer(err)
+			return without(i), false
 		}
 	}
 	if err := wr.commit(conn); err != nil {
-		for i, w := range batch {
-			if results[i] != nil {
-				w.answer(results[i])
-			} else {
-				w.answer(err)
-			}
-		}
+		failAll(err)
 		return nil, false
 	}
 	wr.count(func(s *WriterStats) { s.Commits++ })
 	wr.cfg.committed()
-	for i, w := range batch {
-		w.answer(results[i])
+	for _, w := range batch {
+		w.answer(nil)
 	}
 	return nil, false
 }

@@ -17,23 +17,28 @@ import (
 // violation (SQLITE_CONSTRAINT).
 const sqliteConstraint = 19
 
-// writerModes are the modes in which one goroutine runs every write.
-var writerModes = []struct {
-	name        string
-	groupCommit bool
-}{
-	{"queue", false},
-	{"group-commit", true},
+// writerModes are the ways the writer commits a write: in a transaction
+// of its own (Write), or sharing one with the writes queued with it
+// (Coalesce).
+var writerModes = []writeMode{
+	{"queue", (*sqlitedb.DB).Write},
+	{"coalesced", (*sqlitedb.DB).Coalesce},
+}
+
+// writeMode is one way of writing.
+type writeMode struct {
+	name  string
+	write func(db *sqlitedb.DB, ctx context.Context, fn func(context.Context, *sqlitedb.Tx) error) error
 }
 
 // Writes run in the order they were asked for: n writes queued one after
-// another behind a held turn commit in that order. In group commit they
-// share one transaction, in the queue one each.
+// another behind a held turn commit in that order. Coalesced they share
+// one transaction, in the queue one each.
 func TestWriterIsFIFO(t *testing.T) {
 	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := context.Background()
-			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: m.groupCommit, Timeout: within})
+			db, _ := openDB(t, &sqlitedb.Options{Timeout: within})
 			createT(t, db)
 			before := db.Stats().Writer
 			release := holdWriter(t, db, nil)
@@ -41,7 +46,7 @@ func TestWriterIsFIFO(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range n {
 				wg.Go(func() {
-					if err := db.Write(ctx, insert(i)); err != nil {
+					if err := m.write(db, ctx, insert(i)); err != nil {
 						t.Errorf("write %d: %v", i, err)
 					}
 				})
@@ -61,7 +66,7 @@ func TestWriterIsFIFO(t *testing.T) {
 			}
 			s := db.Stats().Writer
 			wantCommits := int64(1 + n) // the held write, then one each
-			if m.groupCommit {
+			if m.name == "coalesced" {
 				wantCommits = 2 // the held write, then one batch
 			}
 			if s.Depth != 0 || s.MaxDepth < n || s.Turns-before.Turns != 1+n || s.Commits-before.Commits != wantCommits {
@@ -71,14 +76,14 @@ func TestWriterIsFIFO(t *testing.T) {
 	}
 }
 
-// Writes committed together in one batch do not share their fate. 41
-// writes queue behind a held turn, so they run in two batches: 20 with
-// unique values (all must succeed), 20 with one value under a UNIQUE
-// constraint (exactly one may), and one that inserts and then fails (its
-// insert must be undone, and no other).
-func TestGroupCommitIsolatesFailures(t *testing.T) {
+// Coalesced writes committed together do not share their fate. 41 writes
+// queue behind a held turn, so they run in one batch: 20 with unique
+// values (all must succeed), 20 with one value under a UNIQUE constraint
+// (exactly one may), and one that inserts and then fails (its insert must
+// be undone, and no other).
+func TestCoalescedWritesFailAlone(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t, &sqlitedb.Options{GroupCommit: true, Timeout: within})
+	db, _ := openDB(t, &sqlitedb.Options{Timeout: within})
 	mustExec(t, db, `CREATE TABLE posts (id INTEGER PRIMARY KEY, title TEXT NOT NULL UNIQUE)`)
 	before := db.Stats().Writer
 	release := holdWriter(t, db, nil)
@@ -96,7 +101,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 			if i%2 == 1 {
 				title = "The same title for all"
 			}
-			err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+			err := db.Coalesce(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 				if i == n-1 {
 					if _, err := tx.Exec(ctx, `INSERT INTO posts (title) VALUES ('Undone')`); err != nil {
 						return err
@@ -135,10 +140,10 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if got := queryInt(t, db, `SELECT count(*) FROM posts WHERE title = 'Undone'`); got != 0 {
 		t.Fatal("the insert of a write that failed was committed")
 	}
-	// The held write's commit, then one for each batch (32 and 9): the
-	// failures shared their transactions with the writes that succeeded.
-	if got := db.Stats().Writer.Commits - before.Commits; got != 3 {
-		t.Fatalf("%d commits, want 3 (the held write, then two batches)", got)
+	// The held write's commit, then one for the batch: each failure was
+	// answered alone and the rest ran again, in one transaction.
+	if got := db.Stats().Writer.Commits - before.Commits; got != 2 {
+		t.Fatalf("%d commits, want 2 (the held write, then the batch)", got)
 	}
 }
 
@@ -147,16 +152,14 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 func TestWriterSkipsAbandonedWrites(t *testing.T) {
 	type submit func(*sqlitedb.DB, context.Context, func(context.Context, *sqlitedb.Tx) error) error
 	for _, c := range []struct {
-		name        string
-		groupCommit bool
-		submit      submit
+		name   string
+		submit submit
 	}{
-		{"queue", false, (*sqlitedb.DB).Write},
-		{"group-commit", true, (*sqlitedb.DB).Write},
-		{"coalesced", false, (*sqlitedb.DB).Coalesce},
+		{"queue", (*sqlitedb.DB).Write},
+		{"coalesced", (*sqlitedb.DB).Coalesce},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: c.groupCommit, Timeout: within})
+			db, _ := openDB(t, &sqlitedb.Options{Timeout: within})
 			createT(t, db)
 			release := holdWriter(t, db, nil)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -197,7 +200,7 @@ func TestWriterSkipsAbandonedWrites(t *testing.T) {
 func TestWriteTimesOutBeforeItsTurn(t *testing.T) {
 	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
-			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: m.groupCommit, Timeout: 200 * time.Millisecond})
+			db, _ := openDB(t, &sqlitedb.Options{Timeout: 200 * time.Millisecond})
 			createT(t, db)
 			release := holdWriter(t, db, insert(1))
 			var ran atomic.Bool
@@ -231,14 +234,14 @@ func TestWriteInProgressIsNotInterrupted(t *testing.T) {
 	type key struct{}
 	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
-			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: m.groupCommit, Timeout: within})
+			db, _ := openDB(t, &sqlitedb.Options{Timeout: within})
 			createT(t, db)
 			ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "value"))
 			defer cancel()
 			started, cancelled := make(chan struct{}), make(chan struct{})
 			errc := make(chan error, 1)
 			go func() {
-				errc <- db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+				errc <- m.write(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 					if err := insert(1)(ctx, tx); err != nil {
 						return err
 					}
@@ -314,7 +317,7 @@ func TestCoalescedWritesShareACommit(t *testing.T) {
 func TestWriteWithItsContextDoneNeverRuns(t *testing.T) {
 	for _, m := range writerModes {
 		t.Run(m.name, func(t *testing.T) {
-			db, _ := openDB(t, &sqlitedb.Options{GroupCommit: m.groupCommit})
+			db, _ := openDB(t, &sqlitedb.Options{})
 			createT(t, db)
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()

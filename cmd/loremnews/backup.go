@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/loremnews/loremnews/sqlite"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // backupCommand is a parsed `loremnews backup` command line.
 type backupCommand struct {
-	db dbFlags
-	to string // the backup file, which must not exist
+	db    dbFlags
+	to    string        // the backup file, which must not exist
+	pause time.Duration // between steps of the copy
 }
 
 func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -20,7 +23,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	return c.run(ctx, stdout)
+	return c.run(ctx, stdout, stderr)
 }
 
 // parseBackupFlags reads the command line (and the flags' environment
@@ -30,12 +33,16 @@ func parseBackupFlags(args []string, stdout io.Writer) (backupCommand, error) {
 	var (
 		c  backupCommand
 		fs = newFlagSet("backup", "loremnews backup [--db PATH] --to FILE",
-			"Write a consistent copy of the database to FILE while the site keeps serving (VACUUM INTO: one\n"+
-				"snapshot, compacted). The copy is then checked: integrity, foreign keys and counter caches.", stdout)
+			"Write a consistent copy of the database to FILE while the site keeps serving (SQLite's online\n"+
+				"backup: one snapshot, copied in steps of 1024 pages, its progress on stderr). The copy appears\n"+
+				"only once complete, no more readable than the database, and is then checked: integrity, foreign\n"+
+				"keys and counter caches.", stdout)
 	)
 	c.db.registerDB(fs)
 	fs.StringVar(&c.to, "to", "", "the backup `FILE` to create (must not exist)")
 	fs.twin("to", "LOREM_BACKUP_TO")
+	fs.DurationVar(&c.pause, "pause", 0, "sleep this long between steps of the copy, to leave the disk to the site (e.g. 10ms)")
+	fs.twin("pause", "LOREM_BACKUP_PAUSE")
 	if err := fs.parse(args); err != nil {
 		return c, err
 	}
@@ -44,6 +51,9 @@ func parseBackupFlags(args []string, stdout io.Writer) (backupCommand, error) {
 	}
 	if c.to == "" {
 		return c, &usageError{msg: "--to is required", cmd: fs.Name()}
+	}
+	if c.pause < 0 {
+		return c, &usageError{msg: "--pause must be 0 or more", cmd: fs.Name()}
 	}
 	if c.db.postgres() {
 		return c, &usageError{msg: "backup copies a SQLite file; for PostgreSQL use pg_dump, or `loremnews copy --from postgres://… --to sqlite:FILE`", cmd: fs.Name()}
@@ -54,14 +64,21 @@ func parseBackupFlags(args []string, stdout io.Writer) (backupCommand, error) {
 	return c, nil
 }
 
-// run writes the backup, opens it and checks it, and says what it did.
-func (cmd backupCommand) run(ctx context.Context, stdout io.Writer) error {
+// run writes the backup, telling stderr its progress by tenths, opens it
+// and checks it, and says what it did.
+func (cmd backupCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 	db, err := cmd.db.openSQLite(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	took, err := db.Backup(ctx, cmd.to)
+	tenths := -1
+	took, err := db.Backup(ctx, cmd.to, &sqlitedb.BackupOptions{Pause: cmd.pause, Progress: func(copied, total int) {
+		if t := copied * 10 / max(total, 1); t > tenths {
+			tenths = t
+			fmt.Fprintf(stderr, "backup: %d of %d pages copied (%d%%)\n", copied, total, t*10)
+		}
+	}})
 	if err != nil {
 		return err
 	}

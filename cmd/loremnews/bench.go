@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews/bench"
+	"github.com/loremnews/loremnews/bench/setups"
 	lnhttp "github.com/loremnews/loremnews/http"
-	"github.com/loremnews/loremnews/sqlite"
 )
 
 // benchCommand is a parsed `loremnews bench` command line: the experiment
@@ -40,7 +40,7 @@ func parseBenchFlags(args []string, stdout io.Writer) (benchCommand, error) {
 	var (
 		c           = benchCommand{commandLine: "loremnews bench " + strings.Join(quoteArgs(args), " ")}
 		cfg         = &c.cfg
-		setups      string
+		setupList   string
 		targets     string
 		compare     string
 		scales      string
@@ -56,7 +56,7 @@ func parseBenchFlags(args []string, stdout io.Writer) (benchCommand, error) {
 				"serve), then --runs runs of POST /benchmarking/ACTION at -c connections for -z each, without reseeding;\n"+
 				"optionally a concurrency sweep. Writes report.md, report.html (with charts) and results.json to --out.", stdout)
 	)
-	fs.StringVar(&setups, "setups", strings.Join(sqlite.ProfileNames(), ","), "`NAME,...` setups to compare, in order: SQLite profiles, and postgres")
+	fs.StringVar(&setupList, "setups", strings.Join(setups.Names(), ","), "`NAME,...` setups to compare, in order: SQLite profiles, and postgres")
 	fs.twin("setups", "LOREM_BENCH_SETUPS")
 	fs.StringVar(&targets, "targets", "", "`TARGET,...` databases to compare instead of setups: sqlite (the default SQLite setup), postgres, postgres-async (synchronous_commit=off); e.g. sqlite,postgres (overrides --setups)")
 	fs.twin("targets", "LOREM_BENCH_TARGETS")
@@ -107,7 +107,7 @@ func parseBenchFlags(args []string, stdout io.Writer) (benchCommand, error) {
 	if targets != "" {
 		cfg.Setups, err = bench.ParseTargets(targets, binary)
 	} else {
-		cfg.Setups, err = bench.ParseSetups(setups, binary)
+		cfg.Setups, err = bench.ParseSetups(setupList, binary)
 	}
 	if err != nil {
 		return c, usage(err)

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/bench/setups"
 	"github.com/loremnews/loremnews/postgres"
-	"github.com/loremnews/loremnews/sqlite"
 )
 
 // copyCommand is a parsed `loremnews copy` command line.
@@ -115,7 +115,7 @@ func (cmd copyCommand) run(ctx context.Context, stdout, stderr io.Writer) error 
 
 // copyTarget turns a --from/--to value into the database flags that open it.
 func copyTarget(s string) dbFlags {
-	d := dbFlags{dsn: strings.TrimPrefix(s, "sqlite:"), profile: string(sqlite.ProfileSplit), writerTimeout: 30 * time.Second}
+	d := dbFlags{dsn: strings.TrimPrefix(s, "sqlite:"), profile: setups.Split, writerTimeout: 30 * time.Second}
 	if postgres.IsURL(s) {
 		d.dsn = s
 	}

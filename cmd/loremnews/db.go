@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/loremnews/loremnews/bench/setups"
 	"github.com/loremnews/loremnews/metrics"
 	"github.com/loremnews/loremnews/postgres"
 	"github.com/loremnews/loremnews/sqlite"
@@ -34,7 +35,7 @@ const (
 // write in bulk, where the connection setup decides the outcome.
 func (d *dbFlags) register(fs *flagSet) {
 	d.registerDB(fs)
-	fs.StringVar(&d.profile, "profile", string(sqlite.ProfileSplit), "connection setup `NAME`: "+strings.Join(sqlite.ProfileNames(), ", "))
+	fs.StringVar(&d.profile, "profile", setups.Split, "connection setup `NAME`: "+strings.Join(setups.Names(), ", "))
 	fs.twin("profile", "LOREM_PROFILE")
 	fs.IntVar(&d.readConns, "read-conns", 0, "size of the read pool (shared pool in single-pool profiles); 0 = max(4, 2×GOMAXPROCS)")
 	fs.twin("read-conns", "LOREM_READ_CONNS")
@@ -51,14 +52,14 @@ func (d *dbFlags) register(fs *flagSet) {
 func (d *dbFlags) registerDB(fs *flagSet) {
 	fs.StringVar(&d.dsn, "db", defaultDB, "SQLite file `PATH` or URI (pragmas ride along as file:PATH?_pragma=cache_size(-16000)),\nor a PostgreSQL URL: postgres://user:password@host:5432/dbname")
 	fs.twin("db", "LOREM_DB")
-	d.profile = string(sqlite.ProfileSplit)
+	d.profile = setups.Split
 	d.writerTimeout = defaultWriterTimeout
 }
 
 func (d *dbFlags) validate(fs *flagSet) error {
 	switch {
-	case !sqlite.ValidProfile(d.profile):
-		return &usageError{msg: fmt.Sprintf("unknown --profile %q (want one of %s)", d.profile, strings.Join(sqlite.ProfileNames(), ", ")), cmd: fs.Name()}
+	case !setups.Valid(d.profile):
+		return &usageError{msg: fmt.Sprintf("unknown --profile %q (want one of %s)", d.profile, strings.Join(setups.Names(), ", ")), cmd: fs.Name()}
 	case d.readConns < 0:
 		return &usageError{msg: "--read-conns must be 0 (auto) or more", cmd: fs.Name()}
 	case d.writerTimeout <= 0:
@@ -119,9 +120,8 @@ func (d *dbFlags) open(ctx context.Context) (database, error) {
 // openSQLite opens the SQLite file --db names, for the commands that work
 // on a SQLite file alone (backup).
 func (d *dbFlags) openSQLite(ctx context.Context) (*sqlite.DB, error) {
-	return sqlite.Open(ctx, sqlite.Config{
+	return setups.Open(ctx, d.profile, sqlite.Config{
 		DSN:           d.dsn,
-		Profile:       sqlite.Profile(d.profile),
 		ReadConns:     d.readConns,
 		WriterTimeout: d.writerTimeout,
 		OnWriteWait:   d.onWriteWait,

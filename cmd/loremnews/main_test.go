@@ -146,6 +146,7 @@ func TestUsageErrors(t *testing.T) {
 		"bad duration":      {args: []string{"serve", "--writer-timeout", "soon"}, want: "invalid value"},
 		"bad profile":       {args: []string{"serve", "--profile", "turbo"}, want: `unknown --profile "turbo"`},
 		"postgres backup":   {args: []string{"backup", "--db", "postgres://localhost/lorem", "--to", filepath.Join(dir, "b.db")}, want: "use pg_dump"},
+		"negative pause":    {args: []string{"backup", "--to", filepath.Join(dir, "b.db"), "--pause", "-1s"}, want: "--pause must be 0 or more"},
 		"bad postgres URL":  {args: []string{"migrate", "--db", "postgres://h/db?x=%zz"}, want: "not a valid PostgreSQL URL"},
 		"copy needs both":   {args: []string{"copy", "--from", filepath.Join(dir, "x.db")}, want: "both --from and --to are required"},
 		"copy to itself":    {args: []string{"copy", "--from", "sqlite:" + filepath.Join(dir, "x.db"), "--to", filepath.Join(dir, "x.db")}, want: "the same database"},

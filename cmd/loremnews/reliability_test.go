@@ -323,9 +323,10 @@ func TestBackupUnderLoad(t *testing.T) {
 	before := srv.writes()
 	testenv.WaitFor(t, time.Minute, "the server to answer 50 writes before the backup", func() bool { return srv.writes() >= before+50 })
 	copyPath := filepath.Join(dir, "copy.sqlite3")
-	var out bytes.Buffer
+	var out, progress bytes.Buffer
 	start := time.Now()
-	if err := run(context.Background(), []string{"backup", "--db", dbPath, "--to", copyPath}, &out, io.Discard); err != nil {
+	// Paced: the copy spans the writes, from one snapshot.
+	if err := run(context.Background(), []string{"backup", "--db", dbPath, "--to", copyPath, "--pause", "2ms"}, &out, &progress); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
@@ -339,6 +340,9 @@ func TestBackupUnderLoad(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "integrity ok") {
 		t.Fatalf("backup output: %s", out.String())
+	}
+	if p := progress.String(); !strings.HasPrefix(p, "backup: ") || !strings.HasSuffix(p, "pages copied (100%)\n") {
+		t.Fatalf("backup's progress on stderr: %q, want lines by tenths up to 100%%", p)
 	}
 	fi, _ := os.Stat(copyPath)
 	t.Logf("backup under write load (%.0f req/s, %d failures): %d bytes in %s; %s", res.RequestsPerSec(), res.Failures, fi.Size(), took.Round(time.Millisecond), strings.TrimSpace(out.String()))

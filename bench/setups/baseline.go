@@ -1,4 +1,4 @@
-package sqlite
+package setups
 
 // The baselines of the experiment, built from database/sql and the
 // go-sqlite3 driver alone, the way a framework or a hand-written program
@@ -28,6 +28,10 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/loremnews/loremnews/sqlite"
 	"github.com/loremnews/loremnews/sqlitedb"
 )
 
@@ -52,7 +56,6 @@ type baseline struct {
 type poolEngine struct {
 	file    string
 	pool    *sql.DB
-	conns   int
 	cfg     baseline
 	timeout time.Duration
 	turns   chan struct{} // with inTurn: one slot, taken in arrival order
@@ -65,11 +68,12 @@ type poolEngine struct {
 	closeErr  error
 }
 
-// openBaseline opens dsn's file with database/sql and the driver, b's
+// openBaseline opens cfg.DSN's file with database/sql and the driver, b's
 // pool and pragmas (after which the DSN's _pragma=name(value) parameters),
-// and runs setup on one connection before anything else.
-func openBaseline(ctx context.Context, dsn string, b baseline, cfg Config, setup func(context.Context, *sql.Conn) error) (*poolEngine, error) {
-	file, params, pragmas, err := splitDSN(dsn)
+// runs s.Conn on every new connection and s.Migrate on one before anything
+// else.
+func openBaseline(ctx context.Context, cfg sqlite.Config, b baseline, s sqlite.Setup) (*poolEngine, error) {
+	file, params, pragmas, err := splitDSN(cfg.DSN)
 	if err != nil {
 		return nil, err
 	}
@@ -100,24 +104,29 @@ func openBaseline(ctx context.Context, dsn string, b baseline, cfg Config, setup
 				return fmt.Errorf("PRAGMA %s = %s: %w", p.Name, p.Value, err)
 			}
 		}
+		if s.Conn != nil {
+			return s.Conn(c)
+		}
 		return nil
 	}
 	pool := sql.OpenDB(driverConnector{dsn: "file:" + file + "?" + params.Encode(), driver: &sqlite3.SQLiteDriver{ConnectHook: hook}})
 	pool.SetMaxOpenConns(conns)
 	pool.SetMaxIdleConns(conns)
 	pool.SetConnMaxLifetime(0)
-	e := &poolEngine{file: file, pool: pool, conns: conns, cfg: b, timeout: timeout, onWriteWait: cfg.OnWriteWait}
+	e := &poolEngine{file: file, pool: pool, cfg: b, timeout: timeout, onWriteWait: cfg.OnWriteWait}
 	if b.inTurn {
 		e.turns = make(chan struct{}, 1)
 	}
 	conn, err := pool.Conn(ctx)
-	if err == nil {
+	if err == nil && s.Migrate != nil {
 		// Migrations wait for another process's write lock up to the
 		// timeout, whatever the baseline's busy handling.
 		if _, err = conn.ExecContext(ctx, `PRAGMA busy_timeout = `+strconv.FormatInt(timeout.Milliseconds(), 10)); err == nil {
-			err = setup(ctx, conn)
+			err = s.Migrate(ctx, conn)
 			conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA busy_timeout = `+strconv.FormatInt(busy.Milliseconds(), 10))
 		}
+	}
+	if conn != nil {
 		conn.Close()
 	}
 	if err != nil {
@@ -130,12 +139,25 @@ func openBaseline(ctx context.Context, dsn string, b baseline, cfg Config, setup
 // splitDSN splits a path or file: URI into the path, the driver's
 // parameters and the _pragma=name(value) parameters.
 func splitDSN(dsn string) (file string, params url.Values, pragmas []sqlitedb.Pragma, err error) {
+	if scheme, _, ok := strings.Cut(dsn, "://"); ok && !strings.ContainsAny(scheme, "/?") {
+		return "", nil, nil, fmt.Errorf("sqlite: %q is a %s URL, not a SQLite file path or file: URI", dsn, scheme)
+	}
 	file, query, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
 	if file == "" || file == ":memory:" || strings.Contains(query, "mode=memory") {
 		return "", nil, nil, errors.New("sqlite: in-memory databases are not supported; give a file path")
 	}
 	if params, err = url.ParseQuery(query); err != nil {
 		return "", nil, nil, fmt.Errorf("sqlite: bad parameters in %q: %w", dsn, err)
+	}
+	// What the baseline sets itself, as sqlitedb refuses it: how writes
+	// begin and wait, and a database opened to be written.
+	for _, reserved := range []string{"_txlock", "_busy_timeout", "_timeout", "_stmt_cache_size"} {
+		if params.Has(reserved) {
+			return "", nil, nil, fmt.Errorf("sqlite: parameter %s is set by the setup", reserved)
+		}
+	}
+	if mode := params.Get("mode"); mode != "" && mode != "rwc" {
+		return "", nil, nil, fmt.Errorf("sqlite: mode=%s: the setups open a database read-write, creating it if needed", mode)
 	}
 	for _, p := range params["_pragma"] {
 		name, value, ok := strings.Cut(strings.TrimSuffix(p, ")"), "(")
@@ -165,9 +187,9 @@ type driverConnector struct {
 func (c driverConnector) Connect(context.Context) (driver.Conn, error) { return c.driver.Open(c.dsn) }
 func (c driverConnector) Driver() driver.Driver                        { return c.driver }
 
-// read runs fn in a read transaction (BEGIN … COMMIT) on a connection of
+// Read runs fn in a read transaction (BEGIN … COMMIT) on a connection of
 // the pool.
-func (e *poolEngine) read(ctx context.Context, fn func(context.Context, querier) error) error {
+func (e *poolEngine) Read(ctx context.Context, fn func(context.Context, sqlite.Querier) error) error {
 	conn, err := e.pool.Conn(ctx)
 	if err != nil {
 		return e.result(err)
@@ -192,9 +214,9 @@ func (e *poolEngine) read(ctx context.Context, fn func(context.Context, querier)
 	return nil
 }
 
-// write runs fn in a write transaction on a connection of the pool, after
+// Write runs fn in a write transaction on a connection of the pool, after
 // the writes that came before it if writes take turns.
-func (e *poolEngine) write(ctx context.Context, fn func(context.Context, execer) error) error {
+func (e *poolEngine) Write(ctx context.Context, fn func(context.Context, sqlite.Execer) error) error {
 	start := time.Now()
 	if e.turns != nil {
 		timer := time.NewTimer(e.timeout)
@@ -262,9 +284,9 @@ func (e *poolEngine) begin(ctx context.Context, conn *sql.Conn) error {
 	}
 }
 
-// coalesce is write: a baseline shares no commits.
-func (e *poolEngine) coalesce(ctx context.Context, fn func(context.Context, execer) error) error {
-	return e.write(ctx, fn)
+// Coalesce is Write: a baseline shares no commits.
+func (e *poolEngine) Coalesce(ctx context.Context, fn func(context.Context, sqlite.Execer) error) error {
+	return e.Write(ctx, fn)
 }
 
 // result counts a busy error and marks it sqlitedb.ErrBusy, so the site
@@ -277,8 +299,9 @@ func (e *poolEngine) result(err error) error {
 	return fmt.Errorf("%w: %w", sqlitedb.ErrBusy, err)
 }
 
-// backup writes a compact copy of the database to path with VACUUM INTO.
-func (e *poolEngine) backup(ctx context.Context, path string) error {
+// Backup writes a compact copy of the database to path with VACUUM INTO,
+// in one go: a baseline neither paces it nor reports progress.
+func (e *poolEngine) Backup(ctx context.Context, path string, _ *sqlitedb.BackupOptions) error {
 	if _, err := os.Stat(path); err == nil {
 		return fmt.Errorf("sqlite: backup: %s already exists", path)
 	}
@@ -292,17 +315,31 @@ func (e *poolEngine) backup(ctx context.Context, path string) error {
 	return nil
 }
 
-func (e *poolEngine) path() string   { return e.file }
-func (e *poolEngine) readConns() int { return e.conns }
+func (e *poolEngine) Path() string { return e.file }
 
-func (e *poolEngine) stats() Stats {
+// Stats are the busy counters, and the one pool as both ReadPool and
+// WritePool: a baseline has no writer or checkpointer of its own.
+func (e *poolEngine) Stats() sqlitedb.Stats {
 	pool := e.pool.Stats()
-	return Stats{SharedPool: true, Stats: sqlitedb.Stats{BusyRetries: e.busyRetries.Load(), BusyErrors: e.busyErrors.Load(), ReadPool: pool, WritePool: pool}}
+	return sqlitedb.Stats{BusyRetries: e.busyRetries.Load(), BusyErrors: e.busyErrors.Load(), ReadPool: pool, WritePool: pool}
 }
 
-// close runs PRAGMA optimize and truncates the WAL, as the default setup
+// Collectors are the busy counters under sqlitedb's names, and the one
+// pool as database/sql's go_sql_… metrics with db_name="namespace".
+func (e *poolEngine) Collectors(namespace string) []prometheus.Collector {
+	busy := func(name, help string, v func() int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Subsystem: "sqlite", Name: name, Help: help},
+			func() float64 { return float64(v()) })
+	}
+	return []prometheus.Collector{
+		busy("busy_retries_total", "BEGINs retried because another connection held the lock.", e.busyRetries.Load),
+		busy("busy_errors_total", "Reads and writes that failed because the database was locked.", e.busyErrors.Load),
+		collectors.NewDBStatsCollector(e.pool, namespace)}
+}
+
+// Close runs PRAGMA optimize and truncates the WAL, as the default setup
 // does, then closes the pool. Calls after the first return its result.
-func (e *poolEngine) close() error {
+func (e *poolEngine) Close() error {
 	e.closeOnce.Do(func() { e.closeErr = e.closePool() })
 	return e.closeErr
 }
@@ -324,11 +361,11 @@ func (e *poolEngine) closePool() error {
 	return nil
 }
 
-// sqlConn is a pool's connection as querier and execer: database/sql's
+// sqlConn is a pool's connection as Querier and Execer: database/sql's
 // statements.
 type sqlConn struct{ *sql.Conn }
 
-func (c sqlConn) Query(ctx context.Context, query string, args ...any) (rows, error) {
+func (c sqlConn) Query(ctx context.Context, query string, args ...any) (sqlite.Rows, error) {
 	rs, err := c.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -336,7 +373,7 @@ func (c sqlConn) Query(ctx context.Context, query string, args ...any) (rows, er
 	return rs, nil
 }
 
-func (c sqlConn) QueryRow(ctx context.Context, query string, args ...any) row {
+func (c sqlConn) QueryRow(ctx context.Context, query string, args ...any) sqlite.Row {
 	return c.QueryRowContext(ctx, query, args...)
 }
 

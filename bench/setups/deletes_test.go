@@ -1,4 +1,4 @@
-package sqlite_test
+package setups
 
 import (
 	"context"
@@ -6,18 +6,18 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/loremnews/loremnews/sqlite"
+	"github.com/loremnews/loremnews/storetest"
 )
 
 // The benchmarking actions that pick a random post must not fail when a
-// concurrent post_destroy deletes their pick. In the single-pool profiles a
+// concurrent post_destroy deletes their pick. In the single-pool setups a
 // page's reads are not one snapshot, so the post can vanish between the
 // pick and the page; the action picks again. Run with a small table and
 // deleters racing readers (a small table, so a pick is often the post being
-// deleted, in several rounds), in every profile that never answers busy.
+// deleted, in several rounds), in every setup that never answers busy.
 func TestShowPostSurvivesConcurrentDeletes(t *testing.T) {
-	for _, profile := range []sqlite.Profile{sqlite.ProfileEnhanced, sqlite.ProfileImmediate, sqlite.ProfileSplit} {
-		t.Run(string(profile), func(t *testing.T) {
+	for _, profile := range []string{Enhanced, Immediate, Split} {
+		t.Run(profile, func(t *testing.T) {
 			for range 8 {
 				showPostBesideDeletes(t, profile)
 			}
@@ -25,11 +25,11 @@ func TestShowPostSurvivesConcurrentDeletes(t *testing.T) {
 	}
 }
 
-func showPostBesideDeletes(t *testing.T, profile sqlite.Profile) {
+func showPostBesideDeletes(t *testing.T, profile string) {
 	ctx := context.Background()
-	db := MustOpenDB(t, profile)
+	db := mustOpen(t, profile, "")
 	const posts = 100
-	MustSeed(t, db, 20, posts)
+	storetest.MustSeed(t, db, 20, posts)
 	bm := db.Benchmark()
 
 	// Deleters stop at half the posts, so the readers always have
@@ -80,7 +80,7 @@ func showPostBesideDeletes(t *testing.T, profile sqlite.Profile) {
 	close(done)
 	readers.Wait()
 
-	if c := MustBeConsistent(t, db); c.Posts != posts/2 {
+	if c := storetest.MustBeConsistent(t, db); c.Posts != posts/2 {
 		t.Errorf("%d posts left after deleting %d of %d", c.Posts, posts/2, posts)
 	}
 	if shown.Load() == 0 {
