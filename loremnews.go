@@ -39,6 +39,13 @@ type textField struct {
 	min, max  int    // length limits, in characters
 }
 
+// OneLineText reports whether s is text a one-line field (a title, a
+// screen name) takes, its length aside: valid UTF-8, with no control or
+// invisible characters and no stacked marks.
+func OneLineText(s string) bool {
+	return utf8.ValidString(s) && !hasControl(s, false) && !hasInvisible(s) && !stacksMarks(s)
+}
+
 // check answers the first rule s breaks, as an EINVALID error, or nil.
 func (f textField) check(s string) error {
 	if !utf8.ValidString(s) {

@@ -135,3 +135,22 @@ func TestDatasetTrueCounts(t *testing.T) {
 		t.Errorf("comments by post = %v", comments)
 	}
 }
+
+// OneLineText is the rule a one-line field applies to its characters:
+// what the benchmark post's description keeps of a request's headers.
+func TestOneLineText(t *testing.T) {
+	for s, want := range map[string]bool{
+		"text/html, application/json": true,
+		"fr-CH, fr;q=0.9, é":          true,
+		"":                            true,
+		"a\tb":                        false, // a control character
+		"en\u202eSU-ne":               false, // a text-direction override
+		"zero\u200bwidth":             false,
+		"Z" + strings.Repeat("\u0301", loremnews.MaxCombiningMarks+1): false,
+		"\xff\xfe": false, // not UTF-8
+	} {
+		if got := loremnews.OneLineText(s); got != want {
+			t.Errorf("OneLineText(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/loremnews/loremnews"
@@ -116,34 +114,19 @@ var publishedHeaders = []string{"Accept", "Accept-Encoding", "Accept-Language", 
 
 // headerLines writes the request's published headers (publishedHeaders)
 // one per line, sorted by name, as the description of a benchmark post.
-// A value that is not plain text (invalid UTF-8, control, invisible or
-// text-direction characters such as U+202E) is left out: the site's own
-// forms refuse such text in a one-line field.
+// A value a one-line field would refuse (loremnews.OneLineText: invalid
+// UTF-8, control, invisible or text-direction characters such as U+202E,
+// stacked marks) is left out.
 func headerLines(r *http.Request) string {
 	var b strings.Builder
 	for _, k := range publishedHeaders {
 		for _, v := range r.Header[k] {
-			if plainText(v) {
+			if loremnews.OneLineText(v) {
 				fmt.Fprintf(&b, "%s: %s\n", k, v)
 			}
 		}
 	}
 	return b.String()
-}
-
-// plainText reports whether s is valid UTF-8 without control or format
-// characters (Unicode's Cc and Cf: text-direction marks, zero-width
-// characters, the byte order mark).
-func plainText(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			return false
-		}
-	}
-	return true
 }
 
 func (h *Handler) benchPostCreate(w http.ResponseWriter, r *http.Request) error {

@@ -308,18 +308,7 @@ func bodyExcerpt(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	cut := 0
-	for i := range s {
-		if n == 0 {
-			cut = i
-			break
-		}
-		n--
-	}
-	if sp := strings.LastIndexAny(s[:cut], " \n"); sp > 0 && utf8.RuneCountInString(s[sp:cut]) <= 40 {
-		cut = sp
-	}
-	return strings.TrimRight(s[:cut], " \n") + "…"
+	return cutAtWord(s, n, 40)
 }
 
 // postCommentRows are a post's comments on its page: author, age, the

@@ -218,6 +218,33 @@ func TestBodyExcerpt(t *testing.T) {
 	}
 }
 
+// TestExcerpt: a page's description is its text on one line, whole if it
+// fits in n characters, else cut to at most n with "…", at a space in
+// the second half if there is one.
+func TestExcerpt(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"  two\n\nlines\t here ", 20, "two lines here"},
+		{"exactly10!", 10, "exactly10!"},
+		{"one two three four", 10, "one two…"},
+		{"a bcdefghijklmnop", 10, "a bcdefgh…"}, // the only space is in the first half: cut in the word
+		{"éééééé éééééé", 10, "éééééé…"}, // characters, not bytes
+		{strings.Repeat("word ", 1000), 155, strings.TrimSpace(strings.Repeat("word ", 30)) + "…"},
+	} {
+		got := excerpt(tc.in, tc.n)
+		if got != tc.want {
+			t.Errorf("excerpt(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+		if n := utf8.RuneCountInString(got); n > tc.n {
+			t.Errorf("excerpt(%q, %d) has %d characters", tc.in, tc.n, n)
+		}
+	}
+}
+
 // truncate counts characters, as the limits its callers pass do, and never
 // leaves half a character or a byte that is not UTF-8.
 func TestTruncateCountsCharacters(t *testing.T) {

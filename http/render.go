@@ -83,18 +83,26 @@ func excerpt(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	cut, runes := 0, 0
+	// n-1 characters and "…"; a word boundary counts within the last half.
+	return cutAtWord(s, n-1, n-2-n/2)
+}
+
+// cutAtWord is the first n characters of s, cut back to the last space or
+// line break among the final window of them if there is one (so no word
+// is cut in half), without the spaces it then ends with, then "…".
+func cutAtWord(s string, n, window int) string {
+	cut := len(s)
 	for i := range s {
-		if runes == n-1 {
+		if n == 0 {
 			cut = i
 			break
 		}
-		runes++
+		n--
 	}
-	if sp := strings.LastIndexByte(s[:cut], ' '); sp > n/2 {
+	if sp := strings.LastIndexAny(s[:cut], " \n"); sp > 0 && utf8.RuneCountInString(s[sp:cut]) <= window {
 		cut = sp
 	}
-	return s[:cut] + "…"
+	return strings.TrimRight(s[:cut], " \n") + "…"
 }
 
 // Owns reports whether the signed-in reader is userID.

@@ -69,12 +69,10 @@ func (b *Benchmark) touch(ctx context.Context) (int64, error) {
 		id  int64
 		err error
 	)
-	// Touches cannot fail on their own, so where the engine can, those
-	// queued at one moment share a commit.
-	err = mapError(b.db.eng.Coalesce(ctx, func(ctx context.Context, tx Execer) (err error) {
+	err = b.db.coalesce(ctx, func(ctx context.Context, tx Execer) (err error) {
 		id, err = touchRandomUser(ctx, tx, b.db.now())
 		return err
-	}))
+	})
 	if err != nil {
 		return 0, fmt.Errorf("touch random user: %w", err)
 	}

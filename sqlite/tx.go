@@ -18,3 +18,9 @@ func (db *DB) read(ctx context.Context, fn func(ctx context.Context, q Querier) 
 func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx Execer) error) error {
 	return mapError(db.eng.Write(ctx, fn))
 }
+
+// coalesce is write for a write that cannot fail on its own (a touch):
+// where the engine can, those queued at one moment share a commit.
+func (db *DB) coalesce(ctx context.Context, fn func(ctx context.Context, tx Execer) error) error {
+	return mapError(db.eng.Coalesce(ctx, fn))
+}

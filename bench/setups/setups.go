@@ -54,11 +54,12 @@ const (
 	Split = sqlite.ProductSetup
 	// Batch is split with every write coalesced (sqlitedb.DB.Coalesce),
 	// not just the touches: the writes queued at one moment share one
-	// transaction and one commit, each in a savepoint of its own, so a
-	// write that fails rolls back alone. With the touches sharing a commit
+	// transaction and one commit; a write that fails is answered alone and
+	// the others run again without it. With the touches sharing a commit
 	// in split too, the two measure alike (docs/setups.md). It is not the
 	// store's setup because a failed COMMIT fails every write of its
-	// batch, where in split each write commits or fails alone.
+	// batch, and a coalesced write is not interrupted when its caller
+	// leaves, where in split each write commits or fails alone.
 	Batch = "batch"
 	// Durable is split with synchronous=FULL: every commit waits for the
 	// WAL to reach the disk, so a power loss loses no acknowledged write.
