@@ -59,8 +59,8 @@ type checkpointer struct {
 	stop      chan struct{}
 	done      chan struct{}
 	frames    func() int // the WAL's frames after the last commit (writer's goroutine only)
-	// finishFrames is walFinishFrames when the DB was opened.
-	finishFrames int64
+	// finishFrames is walFinishFrames; the package's tests lower it.
+	finishFrames atomic.Int64
 
 	lastCommit atomic.Int64 // UnixNano of the last commit the writer reported (0: none yet)
 	// copied is the WAL's size in frames when the last checkpoint ended:
@@ -152,16 +152,13 @@ const (
 // walFinishFrames is the WAL's size from which the writer takes the
 // finishing step after a background checkpoint: ~157 MiB of 4 KiB pages,
 // below journal_size_limit's default here (256 MiB), so the WAL file is
-// reused as it is when it starts over, never cut and grown again. A
-// variable only so that tests of the finishing step need not write that
-// much.
-var walFinishFrames atomic.Int64
-
-func init() { walFinishFrames.Store(40 * walCheckpointFrames) }
+// reused as it is when it starts over, never cut and grown again.
+const walFinishFrames = 40 * walCheckpointFrames
 
 func newCheckpointer(conn, writeDB *sql.DB, frames func() int, stopped *failStop) *checkpointer {
-	c := &checkpointer{conn: conn, writeDB: writeDB, frames: frames, stopped: stopped, finishFrames: walFinishFrames.Load(), wake: make(chan struct{}, 1),
+	c := &checkpointer{conn: conn, writeDB: writeDB, frames: frames, stopped: stopped, wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
+	c.finishFrames.Store(walFinishFrames)
 	go c.run()
 	return c
 }
@@ -205,7 +202,7 @@ func (c *checkpointer) committed() {
 			// later, not at the next commit.
 			c.nextRestart = n + walCheckpointFrames
 		}
-	case c.finish.Swap(false) && n >= c.finishFrames:
+	case c.finish.Swap(false) && n >= c.finishFrames.Load():
 		// Right after a background catch-up, not at any later commit:
 		// then only the frames of its last moments are left to copy.
 		c.inline.Add(1)

@@ -23,13 +23,9 @@ func TxForTest(conn *sql.Conn) *Tx { return &Tx{Rx{conn: conn}} }
 var MappedFiles = mappedFiles
 
 // SetWALFinishFramesForTest sets the WAL's size, in frames, from which
-// the writer of a DB opened afterwards takes its finishing step after a
-// background checkpoint (40,000 otherwise), and returns a function that
-// restores it.
-func SetWALFinishFramesForTest(n int64) (restore func()) {
-	was := walFinishFrames.Swap(n)
-	return func() { walFinishFrames.Store(was) }
-}
+// the DB's writer takes its finishing step after a background checkpoint
+// (walFinishFrames, 40,000, otherwise).
+func (db *DB) SetWALFinishFramesForTest(n int64) { db.checkpointer.finishFrames.Store(n) }
 
 // Pragmas are the pragmas every connection runs, in order (the read
 // connections add query_only).

@@ -158,7 +158,6 @@ func faultRowsInCopy(t *testing.T, path, count string) int64 {
 // again holds every acknowledged write.
 func TestAFailedSyncStopsEveryCheckpoint(t *testing.T) {
 	faultUse(t, "sqlitedb")
-	defer sqlitedb.SetWALFinishFramesForTest(1000)()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "stop.db")
 	faultCopy(t, faultTemplate(t, 1200), path)
@@ -167,6 +166,7 @@ func TestAFailedSyncStopsEveryCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	db.SetWALFinishFramesForTest(1000)
 	// The first sync after this one write is the checkpointer's, which the
 	// write wakes: the WAL holds 1,200 frames.
 	faultvfs.Arm(faultvfs.Sync, 1, false)

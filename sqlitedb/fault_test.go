@@ -326,6 +326,11 @@ func faultRun(t *testing.T, template string, c faultCase) faultOutcome {
 		t.Fatalf("%s: open: %v", c, err)
 	}
 	defer db.Close() // if the test fails first
+	if c.checkpoint {
+		// The writer's finishing step once the WAL holds 1,000 frames,
+		// not 40,000, so each position copies a small WAL.
+		db.SetWALFinishFramesForTest(1000)
+	}
 	if c.n > 0 {
 		faultvfs.Arm(c.kind, c.n, c.persistent)
 	} else {
@@ -521,9 +526,6 @@ func TestFaultWrites(t *testing.T) {
 // write and none that failed.
 func TestFaultCheckpoint(t *testing.T) {
 	faultUse(t, "sqlitedb")
-	// The writer's finishing step once the WAL holds 1,000 frames, not
-	// 40,000, so each position copies a small WAL.
-	defer sqlitedb.SetWALFinishFramesForTest(1000)()
 	template := faultTemplate(t, 1000)
 	kinds := []faultvfs.Kind{faultvfs.Read, faultvfs.Write, faultvfs.Full, faultvfs.Sync, faultvfs.Truncate, faultvfs.FileSize}
 	for _, m := range faultModes {
