@@ -109,31 +109,52 @@ func (r *Report) intro() []string {
 	)
 }
 
-func (r *Report) tables() (out []table) {
-	c := r.Config
+func (r *Report) tables() []table {
 	// The server's cost shows where it was measured: not in results
 	// written before it was.
-	withCost := r.hasServerCost()
-	costHead := func(head ...string) []string {
-		if withCost {
-			head = append(head, "server CPU/req", "server RSS")
-		}
-		return head
+	cost := costColumns(r.hasServerCost())
+	out := []table{r.resultsTable(cost), r.waitsTable()}
+	if len(r.Config.Scenarios) > 0 {
+		out = append(out, r.scenariosTable(cost))
 	}
-	costCells := func(cpuPerOK, rss, anon float64) []string {
-		if !withCost {
-			return nil
-		}
-		return []string{fmtMicros(cpuPerOK), fmtRSS(rss, anon)}
+	if pr := r.PointRead; pr != nil {
+		out = append(out, r.pointReadTable(pr))
 	}
+	out = append(out, r.sweepTables()...)
+	if pg := r.Postgres; pg != nil {
+		out = append(out, postgresTable(pg))
+	}
+	return out
+}
+
+// costColumns says whether the tables show the server's CPU per request
+// and its memory.
+type costColumns bool
+
+func (cost costColumns) head(head ...string) []string {
+	if cost {
+		head = append(head, "server CPU/req", "server RSS")
+	}
+	return head
+}
+
+func (cost costColumns) cells(cpuPerOK, rss, anon float64) []string {
+	if !cost {
+		return nil
+	}
+	return []string{fmtMicros(cpuPerOK), fmtRSS(rss, anon)}
+}
+
+// resultsTable is every main run of every setup, and each setup's mean.
+func (r *Report) resultsTable(cost costColumns) table {
 	// "% failed" stands next to the successful req/s, so that no one takes a
 	// failing setup's successful req/s for a win.
-	results := table{Title: "Results", Head: costHead("setup", "run", "successful req/s", "% failed", "% of ceiling", "failed", "avg", "p50", "p90", "p99", "p99.9", "slowest")}
+	results := table{Title: "Results", Head: cost.head("setup", "run", "successful req/s", "% failed", "% of ceiling", "failed", "avg", "p50", "p90", "p99", "p99.9", "slowest")}
 	if r.Ceiling != nil {
 		results.Note = fmt.Sprintf("Ceiling: the same binary's POST /benchmarking/ceiling (no database, no template), same generator and concurrency, in this run: %.0f req/s, p50 %s, p99 %s.",
 			r.Ceiling.OKPerSec(), fmtSeconds(r.Ceiling.Percentile(50)), fmtSeconds(r.Ceiling.Percentile(99)))
 	}
-	if withCost {
+	if cost {
 		results.Note = strings.TrimSpace(results.Note + " " + r.costNote())
 	}
 	for _, s := range r.Setups {
@@ -150,7 +171,7 @@ func (r *Report) tables() (out []table) {
 			for _, col := range runColumns {
 				cells = append(cells, fmtSeconds(col.value(run)))
 			}
-			cells = append(cells, costCells(run.CPUPerOK(), run.RSS(), run.AnonRSS())...)
+			cells = append(cells, cost.cells(run.CPUPerOK(), run.RSS(), run.AnonRSS())...)
 			results.Rows = append(results.Rows, tableRow{Cells: cells})
 		}
 		rps, lat, nonOK := meanRun(s.Runs)
@@ -158,10 +179,16 @@ func (r *Report) tables() (out []table) {
 		for _, v := range lat {
 			cells = append(cells, fmtSeconds(v))
 		}
-		cells = append(cells, costCells(meanOf(s.Runs, RunResult.CPUPerOK), meanOf(s.Runs, RunResult.RSS), meanOf(s.Runs, RunResult.AnonRSS))...)
+		cells = append(cells, cost.cells(meanOf(s.Runs, RunResult.CPUPerOK), meanOf(s.Runs, RunResult.RSS), meanOf(s.Runs, RunResult.AnonRSS))...)
 		results.Rows = append(results.Rows, tableRow{Cells: cells, Bold: true})
 	}
 
+	return results
+}
+
+// waitsTable is how long each setup's writes waited for their turn.
+func (r *Report) waitsTable() table {
+	c := r.Config
 	waits := table{
 		Title: "How long writes waited for their turn and SQLite's lock",
 		Note: fmt.Sprintf("From each server's loremnews_write_wait_seconds histogram over the %d main runs: the time from asking to write until BEGIN returned "+
@@ -178,45 +205,54 @@ func (r *Report) tables() (out []table) {
 		waits.Note += " For PostgreSQL the wait is for a pooled connection and BEGIN (row locks are waited for inside the transaction, and not counted here); " +
 			"its lock retries column counts transactions started over (a random row deleted meanwhile, or a deadlock)."
 	}
-	out = []table{results, waits}
-	if len(c.Scenarios) > 0 {
-		sc := table{Title: "Scenarios", Note: fmt.Sprintf("One run of %s each, each on a freshly seeded database and server. post_destroy and comment_destroy stop after "+
-			"deleting half the seeded posts (or comments), so the table never runs out.", c.Duration),
-			Head: costHead("setup", "action", "c", "successful req/s", "% failed", "% of ceiling", "failed", "p50", "p99", "p99.9", "slowest")}
-		if withCost {
-			sc.Note += " " + r.costNote()
-		}
-		for _, s := range r.Setups {
-			for i, run := range s.Scenarios {
-				name := ""
-				if i == 0 {
-					name = s.Setup.Name
-				}
-				sc.Rows = append(sc.Rows, tableRow{Cells: append([]string{name, run.Action, fmt.Sprint(run.Concurrency), fmt.Sprintf("%.0f", run.OKPerSec()),
-					fmtShare(run.ErrorRate()), r.ofCeiling(run.OKPerSec()), statusSummary(run), fmtSeconds(run.Percentile(50)), fmtSeconds(run.Percentile(99)), fmtSeconds(run.Percentile(99.9)),
-					fmtSeconds(orNaN(run.measured(), run.Slowest))}, costCells(run.CPUPerOK(), run.RSS(), run.AnonRSS())...)})
+	return waits
+}
+
+// scenariosTable is the runs after the main ones, one per scenario.
+func (r *Report) scenariosTable(cost costColumns) table {
+	c := r.Config
+	sc := table{Title: "Scenarios", Note: fmt.Sprintf("One run of %s each, each on a freshly seeded database and server. post_destroy and comment_destroy stop after "+
+		"deleting half the seeded posts (or comments), so the table never runs out.", c.Duration),
+		Head: cost.head("setup", "action", "c", "successful req/s", "% failed", "% of ceiling", "failed", "p50", "p99", "p99.9", "slowest")}
+	if cost {
+		sc.Note += " " + r.costNote()
+	}
+	for _, s := range r.Setups {
+		for i, run := range s.Scenarios {
+			name := ""
+			if i == 0 {
+				name = s.Setup.Name
 			}
+			sc.Rows = append(sc.Rows, tableRow{Cells: append([]string{name, run.Action, fmt.Sprint(run.Concurrency), fmt.Sprintf("%.0f", run.OKPerSec()),
+				fmtShare(run.ErrorRate()), r.ofCeiling(run.OKPerSec()), statusSummary(run), fmtSeconds(run.Percentile(50)), fmtSeconds(run.Percentile(99)), fmtSeconds(run.Percentile(99.9)),
+				fmtSeconds(orNaN(run.measured(), run.Slowest))}, cost.cells(run.CPUPerOK(), run.RSS(), run.AnonRSS())...)})
 		}
-		out = append(out, sc)
 	}
-	if pr := r.PointRead; pr != nil {
-		out = append(out, r.pointReadTable(pr))
+	return sc
+}
+
+// postgresTable is the PostgreSQL server's settings.
+func postgresTable(pg *PostgresInfo) table {
+	t := table{Title: "PostgreSQL server", Note: "The postgres setup ran on " + pg.Where + ".", Head: []string{"setting", "value"}}
+	keys := make([]string, 0, len(pg.Settings))
+	for k := range pg.Settings {
+		keys = append(keys, k)
 	}
-	if pg := r.Postgres; pg != nil {
-		t := table{Title: "PostgreSQL server", Note: "The postgres setup ran on " + pg.Where + ".", Head: []string{"setting", "value"}}
-		keys := make([]string, 0, len(pg.Settings))
-		for k := range pg.Settings {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			t.Rows = append(t.Rows, tableRow{Cells: []string{k, pg.Settings[k]}})
-		}
-		defer func() { out = append(out, t) }()
+	slices.Sort(keys)
+	for _, k := range keys {
+		t.Rows = append(t.Rows, tableRow{Cells: []string{k, pg.Settings[k]}})
 	}
+	return t
+}
+
+// sweepTables are the concurrency sweep's: req/s, p99 and failures by
+// level, or none if there was no sweep.
+func (r *Report) sweepTables() []table {
+	c := r.Config
 	if len(c.Sweep) == 0 {
-		return out
+		return nil
 	}
+	var out []table
 	for _, t := range []struct {
 		title string
 		cell  func(RunResult) string

@@ -101,34 +101,15 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, err)
 		return
 	}
-	rs := h.failureLimits(account, addr, known)
 	judgedWrong := false
 	defer func() {
 		if !judgedWrong {
 			releaseDevice()
 		}
 	}()
-	// The attempt is counted before the password is checked, so requests
-	// sent at once cannot all be judged; a successful one is given back.
-	release, refusedBy, wait, err := reserveAll(r.Context(), rs...)
+	release, err := h.reserveAttempt(w, r, account, addr, known)
 	if err != nil {
 		h.renderError(w, r, err)
-		return
-	} else if refusedBy != nil {
-		h.renderError(w, r, h.tooMany(w, refusedBy, wait, known))
-		return
-	}
-	// The password check is counted, whatever its outcome — and only an
-	// attempt that gets this far is checked: one refused above must not
-	// count toward the account's cap, or a few requests from one address
-	// would close the account to every new browser.
-	if refusedBy, wait, err := h.reserveCheck(r.Context(), account, addr, known); err != nil {
-		release()
-		h.renderError(w, r, err)
-		return
-	} else if refusedBy != nil {
-		release()
-		h.renderError(w, r, h.tooMany(w, refusedBy, wait, known))
 		return
 	}
 	if u == nil {
@@ -145,14 +126,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	release()
 	h.rehash(r, u, password)
-	if old := state(r).session; old != nil {
-		// Signing in again replaces this browser's session, whoever it was.
-		if err := h.store.DeleteSession(r.Context(), old.UserID, old.ID); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
-			fail(err)
-			return
-		}
-	}
-	if err := h.startSession(w, r, u); err != nil {
+	if err := h.replaceSession(w, r, u); err != nil {
 		fail(err)
 		return
 	}
@@ -161,6 +135,42 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		returnTo = "/"
 	}
 	http.Redirect(w, r, returnTo, http.StatusSeeOther)
+}
+
+// reserveAttempt counts a sign-in attempt against its limits before the
+// password is checked, so requests sent at once cannot all be judged, and
+// returns the function that gives it back (a successful attempt's), or
+// the error to answer: a refusal (429) or a failure.
+func (h *Handler) reserveAttempt(w http.ResponseWriter, r *http.Request, account, addr string, known bool) (release func(), err error) {
+	release, refusedBy, wait, err := reserveAll(r.Context(), h.failureLimits(account, addr, known)...)
+	if err != nil {
+		return nil, err
+	} else if refusedBy != nil {
+		return nil, h.tooMany(w, refusedBy, wait, known)
+	}
+	// The password check is counted, whatever its outcome — and only an
+	// attempt that gets this far is checked: one refused above must not
+	// count toward the account's cap, or a few requests from one address
+	// would close the account to every new browser.
+	if refusedBy, wait, err := h.reserveCheck(r.Context(), account, addr, known); err != nil {
+		release()
+		return nil, err
+	} else if refusedBy != nil {
+		release()
+		return nil, h.tooMany(w, refusedBy, wait, known)
+	}
+	return release, nil
+}
+
+// replaceSession signs u in on this browser: its session, whoever it
+// was, ends, and a new one starts.
+func (h *Handler) replaceSession(w http.ResponseWriter, r *http.Request, u *loremnews.User) error {
+	if old := state(r).session; old != nil {
+		if err := h.store.DeleteSession(r.Context(), old.UserID, old.ID); err != nil && loremnews.ErrorCode(err) != loremnews.ENOTFOUND {
+			return err
+		}
+	}
+	return h.startSession(w, r, u)
 }
 
 // checkDummy compares password with the dummy digest, as long as a real

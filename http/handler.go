@@ -157,68 +157,9 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 	if store == nil {
 		return nil, errors.New("http: nil store")
 	}
-	if cfg.BcryptCost == 0 {
-		cfg.BcryptCost = bcrypt.DefaultCost
-	}
-	if cfg.BcryptCost < bcrypt.MinCost || cfg.BcryptCost > bcrypt.MaxCost {
-		return nil, errors.New("http: bcrypt cost must be between 4 and 31")
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 1 << 20
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.SignInFailures <= 0 {
-		cfg.SignInFailures = 5
-	}
-	if cfg.SignInFailuresPerIP <= 0 {
-		cfg.SignInFailuresPerIP = 20
-	}
-	if cfg.SignInFailuresPerAccount <= 0 {
-		cfg.SignInFailuresPerAccount = 20
-	}
-	if cfg.SignInFailuresPerDevice <= 0 {
-		cfg.SignInFailuresPerDevice = 5
-	}
-	if cfg.PasswordChecksPerAccount <= 0 {
-		cfg.PasswordChecksPerAccount = 30
-	}
-	if cfg.PasswordChecksPerIP <= 0 {
-		cfg.PasswordChecksPerIP = 100
-	}
-	if cfg.SignInWindow <= 0 {
-		cfg.SignInWindow = 15 * time.Minute
-	}
-	if cfg.SignUpsPerIP <= 0 {
-		cfg.SignUpsPerIP = 10
-	}
-	if cfg.SignUpWindow <= 0 {
-		cfg.SignUpWindow = time.Hour
-	}
-	if cfg.PostsPerAccount <= 0 {
-		cfg.PostsPerAccount = 10
-	}
-	if cfg.CommentsPerAccount <= 0 {
-		cfg.CommentsPerAccount = 60
-	}
-	if cfg.EditsPerAccount <= 0 {
-		cfg.EditsPerAccount = 30
-	}
-	if cfg.ContentWindow <= 0 {
-		cfg.ContentWindow = time.Hour
-	}
-	if cfg.MaxSessionsPerAccount <= 0 {
-		cfg.MaxSessionsPerAccount = 50
-	}
-	if len(cfg.AllowedHosts) == 0 {
-		cfg.AllowedHosts = LoopbackHosts
-	}
-	if cfg.SessionIdle <= 0 {
-		cfg.SessionIdle = 14 * 24 * time.Hour
-	}
-	if cfg.SessionLifetime <= 0 {
-		cfg.SessionLifetime = 30 * 24 * time.Hour
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	key := cfg.SecretKey
 	if len(key) == 0 {
@@ -272,23 +213,72 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 	inner := h.securityHeaders(h.limitBody(h.mux))
 	if cfg.Gzip {
 		// Inside admit and instrument: compressing is part of the
-		// request's work, and of its measured time. Each response carries
-		// 1–32 bytes of padding derived from its content, so its
-		// compressed size does not reveal how well an attacker's text
-		// compresses against the page's secrets (BREACH): the CSRF token
-		// sits in every signed-in page's forms.
-		gz, err := gzhttp.NewWrapper(
-			gzhttp.ContentTypes([]string{"text/html", "text/css", "text/plain"}),
-			gzhttp.SuffixETag("-gzip"),
-			gzhttp.RandomJitter(32, 0, false),
-		)
-		if err != nil {
-			return nil, fmt.Errorf("http: gzip: %w", err)
+		// request's work, and of its measured time.
+		if inner, err = gzipped(inner); err != nil {
+			return nil, err
 		}
-		inner = gz(inner)
 	}
 	h.root = h.recoverPanics(h.instrument(h.allowHosts(h.admit(inner))))
 	return h, nil
+}
+
+// gzipped compresses next's pages, style sheets and plain text. Each
+// response carries 1–32 bytes of padding derived from its content, so its
+// compressed size does not reveal how well an attacker's text compresses
+// against the page's secrets (BREACH): the CSRF token sits in every
+// signed-in page's forms.
+func gzipped(next http.Handler) (http.Handler, error) {
+	gz, err := gzhttp.NewWrapper(
+		gzhttp.ContentTypes([]string{"text/html", "text/css", "text/plain"}),
+		gzhttp.SuffixETag("-gzip"),
+		gzhttp.RandomJitter(32, 0, false),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("http: gzip: %w", err)
+	}
+	return gz(next), nil
+}
+
+// withDefaults returns cfg with each unset limit at its default, or an
+// error naming a setting out of range.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.BcryptCost == 0 {
+		cfg.BcryptCost = bcrypt.DefaultCost
+	}
+	if cfg.BcryptCost < bcrypt.MinCost || cfg.BcryptCost > bcrypt.MaxCost {
+		return cfg, errors.New("http: bcrypt cost must be between 4 and 31")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.AllowedHosts) == 0 {
+		cfg.AllowedHosts = LoopbackHosts
+	}
+	orDefault(&cfg.MaxBodyBytes, 1<<20)
+	orDefault(&cfg.SignInFailures, 5)
+	orDefault(&cfg.SignInFailuresPerIP, 20)
+	orDefault(&cfg.SignInFailuresPerAccount, 20)
+	orDefault(&cfg.SignInFailuresPerDevice, 5)
+	orDefault(&cfg.PasswordChecksPerAccount, 30)
+	orDefault(&cfg.PasswordChecksPerIP, 100)
+	orDefault(&cfg.SignInWindow, 15*time.Minute)
+	orDefault(&cfg.SignUpsPerIP, 10)
+	orDefault(&cfg.SignUpWindow, time.Hour)
+	orDefault(&cfg.PostsPerAccount, 10)
+	orDefault(&cfg.CommentsPerAccount, 60)
+	orDefault(&cfg.EditsPerAccount, 30)
+	orDefault(&cfg.ContentWindow, time.Hour)
+	orDefault(&cfg.MaxSessionsPerAccount, 50)
+	orDefault(&cfg.SessionIdle, 14*24*time.Hour)
+	orDefault(&cfg.SessionLifetime, 30*24*time.Hour)
+	return cfg, nil
+}
+
+// orDefault sets *v to d if it is zero or less.
+func orDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // subkey derives a key for one use from the secret key, so a value signed

@@ -57,67 +57,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // twins) into a serveCommand; any mistake is a usage error.
 func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	var (
-		c                serveCommand
-		allowRemoteBench bool
-		logLevel         string
-		trustedProxies   string
-		allowedHosts     string
-		secretKey        string
-		secretKeyFile    string
-		fs               = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH|postgres://…] [--profile NAME] [--benchmarking] [--seed-if-empty]",
+		c  serveCommand
+		in serveInput
+		fs = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH|postgres://…] [--profile NAME] [--benchmarking] [--seed-if-empty]",
 			"Serve Lorem News. The database is created and migrated on start.", stdout)
 	)
-	c.db.register(fs)
-	c.seed.register(fs)
-	fs.settingsFile("settings-file", "LOREM_SETTINGS_FILE")
-	fs.StringVar(&c.addr, "addr", "127.0.0.1:3000", "`HOST:PORT` address to listen on (port 0 picks a free port)")
-	fs.twin("addr", "LOREM_ADDR")
-	fs.BoolVar(&c.benchmarking, "benchmarking", false, "enable POST /benchmarking/{action} (creates and deletes data at random: never on a real site)")
-	fs.twin("benchmarking", "LOREM_BENCHMARKING")
-	fs.BoolVar(&allowRemoteBench, "allow-remote-benchmarking", false, "allow --benchmarking on an address other than loopback")
-	fs.twin("allow-remote-benchmarking", "LOREM_ALLOW_REMOTE_BENCHMARKING")
-	fs.BoolVar(&c.seedIfEmpty, "seed-if-empty", false, "load the demo data set (see seed --help) when the database has no users")
-	fs.twin("seed-if-empty", "LOREM_SEED_IF_EMPTY")
-	fs.BoolVar(&c.site.SecureCookies, "secure-cookies", false, "mark cookies Secure (set when served over HTTPS, e.g. behind a TLS proxy)")
-	fs.twin("secure-cookies", "LOREM_SECURE_COOKIES")
-	fs.IntVar(&c.site.BcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost for new passwords (4–31); a password stored at another cost is stored again at this one when its owner signs in")
-	fs.twin("bcrypt-cost", "LOREM_BCRYPT_COST")
-	fs.StringVar(&logLevel, "log-level", "info", "log `LEVEL`: debug (every request), info, warn, error")
-	fs.twin("log-level", "LOREM_LOG_LEVEL")
-	fs.BoolVar(&c.metrics, "metrics", true, "serve Prometheus metrics (request latency by route, writer waits, pool use) at GET /metrics on --metrics-addr,\n      a listener of their own, never on the site's address")
-	fs.twin("metrics", "LOREM_METRICS")
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "`HOST:PORT` for /metrics and --pprof, apart from the site: to this machine only, unless you name a private interface\n      for a scraper elsewhere. Default: 127.0.0.1:"+defaultMetricsPort+" (a free port when that one is taken, or when --addr has port 0).\n      It answers only a Host naming this machine or its own address, and no request a proxy forwarded")
-	fs.twin("metrics-addr", "LOREM_METRICS_ADDR")
-	fs.StringVar(&c.pidFile, "pid-file", "", "write the serving process's PID to `PATH` once it is ready (after a restart on SIGHUP, the new process's)")
-	fs.twin("pid-file", "LOREM_PID_FILE")
-	fs.StringVar(&trustedProxies, "trusted-proxies", "", "reverse proxies whose X-Forwarded-For is believed, `CIDR,...` prefixes or addresses (127.0.0.1,10.0.0.0/8);\n      from other peers the header is ignored. Sign-in limits count by the client address this gives")
-	fs.twin("trusted-proxies", "LOREM_TRUSTED_PROXIES")
-	fs.StringVar(&allowedHosts, "allowed-hosts", "", "the names the site is served as, `HOST,...` (news.example,192.0.2.10); a request with another Host header gets 400,\n      so a page on a domain re-pointed at this machine (DNS rebinding) cannot use it. Default: the host of --addr,\n      plus localhost, 127.0.0.1 and [::1] when that is a loopback address; required when --addr listens on every address")
-	fs.twin("allowed-hosts", "LOREM_ALLOWED_HOSTS")
-	fs.DurationVar(&c.site.SessionIdle, "session-idle", 14*24*time.Hour, "a session unused this long is signed out on the server")
-	fs.twin("session-idle", "LOREM_SESSION_IDLE")
-	fs.DurationVar(&c.site.SessionLifetime, "session-lifetime", 30*24*time.Hour, "a session is signed out this long after sign-in, however active")
-	fs.twin("session-lifetime", "LOREM_SESSION_LIFETIME")
-	fs.IntVar(&c.site.PostsPerAccount, "posts-per-hour", 10, "posts one account may create in an hour; past it, 429 with the minutes to wait")
-	fs.twin("posts-per-hour", "LOREM_POSTS_PER_HOUR")
-	fs.IntVar(&c.site.CommentsPerAccount, "comments-per-hour", 60, "comments one account may create in an hour; past it, 429 with the minutes to wait")
-	fs.twin("comments-per-hour", "LOREM_COMMENTS_PER_HOUR")
-	fs.IntVar(&c.site.MaxSessionsPerAccount, "max-sessions", 50, "browsers that may be signed in to one account at once; one more sign-in signs out the oldest")
-	fs.twin("max-sessions", "LOREM_MAX_SESSIONS")
-	fs.StringVar(&secretKey, "secret-key", "", "`KEY` (32+ characters) that signs CSRF tokens and device cookies; every process of one site needs the same.\n      Empty: random per process, so a restart makes open forms ask for a reload. Give it in the environment variable or\n      --secret-key-file rather than here: a command line can be read by every user of the machine (ps, /proc/PID/cmdline)\n      and is kept in shell history, and whoever has the key can forge device cookies")
-	fs.twin("secret-key", "LOREM_SECRET_KEY")
-	fs.StringVar(&secretKeyFile, "secret-key-file", "", "read the secret key from the file at `PATH` (surrounding white space is dropped); instead of --secret-key")
-	fs.twin("secret-key-file", "LOREM_SECRET_KEY_FILE")
-	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on --metrics-addr (a loopback address only)")
-	fs.twin("pprof", "LOREM_PPROF")
-	fs.IntVar(&c.gcPercent, "gc-percent", 400, "Go GC target (GOGC): heap growth between collections, in %; the server's live heap is small, so collecting 4× less often buys CPU for requests")
-	fs.twin("gc-percent", "LOREM_GC_PERCENT")
-	fs.IntVar(&c.site.MaxInFlight, "max-in-flight", 0, "requests worked on at once, the rest wait their turn (0: no limit)")
-	fs.twin("max-in-flight", "LOREM_MAX_IN_FLIGHT")
-	fs.BoolVar(&c.site.Gzip, "gzip", false, "gzip HTML, CSS and text for clients that accept it (off: leave it to a reverse proxy; see README, Compression)")
-	fs.twin("gzip", "LOREM_GZIP")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, or once a process started by SIGHUP has taken over, how long requests in flight may take to finish")
-	fs.twin("shutdown-timeout", "LOREM_SHUTDOWN_TIMEOUT")
+	c.register(fs, &in)
 	if err := fs.parse(args); err != nil {
 		return c, err
 	}
@@ -130,54 +75,147 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	usage := func(format string, args ...any) error {
 		return &usageError{msg: fmt.Sprintf(format, args...), cmd: fs.Name()}
 	}
-	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
-		return c, usage("invalid --log-level %q (want debug, info, warn or error)", logLevel)
+	err := c.resolve(in, usage)
+	return c, err
+}
+
+// serveInput are the flags serve reads further into its serveCommand.
+type serveInput struct {
+	allowRemoteBench bool
+	logLevel         string
+	trustedProxies   string
+	allowedHosts     string
+	secretKey        string
+	secretKeyFile    string
+}
+
+// register adds serve's flags, each with its environment twin.
+func (c *serveCommand) register(fs *flagSet, in *serveInput) {
+	c.db.register(fs)
+	c.seed.register(fs)
+	fs.settingsFile("settings-file", "LOREM_SETTINGS_FILE")
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:3000", "`HOST:PORT` address to listen on (port 0 picks a free port)")
+	fs.twin("addr", "LOREM_ADDR")
+	fs.BoolVar(&c.benchmarking, "benchmarking", false, "enable POST /benchmarking/{action} (creates and deletes data at random: never on a real site)")
+	fs.twin("benchmarking", "LOREM_BENCHMARKING")
+	fs.BoolVar(&in.allowRemoteBench, "allow-remote-benchmarking", false, "allow --benchmarking on an address other than loopback")
+	fs.twin("allow-remote-benchmarking", "LOREM_ALLOW_REMOTE_BENCHMARKING")
+	fs.BoolVar(&c.seedIfEmpty, "seed-if-empty", false, "load the demo data set (see seed --help) when the database has no users")
+	fs.twin("seed-if-empty", "LOREM_SEED_IF_EMPTY")
+	fs.BoolVar(&c.site.SecureCookies, "secure-cookies", false, "mark cookies Secure (set when served over HTTPS, e.g. behind a TLS proxy)")
+	fs.twin("secure-cookies", "LOREM_SECURE_COOKIES")
+	fs.IntVar(&c.site.BcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost for new passwords (4–31); a password stored at another cost is stored again at this one when its owner signs in")
+	fs.twin("bcrypt-cost", "LOREM_BCRYPT_COST")
+	fs.StringVar(&in.logLevel, "log-level", "info", "log `LEVEL`: debug (every request), info, warn, error")
+	fs.twin("log-level", "LOREM_LOG_LEVEL")
+	fs.BoolVar(&c.metrics, "metrics", true, "serve Prometheus metrics (request latency by route, writer waits, pool use) at GET /metrics on --metrics-addr,\n      a listener of their own, never on the site's address")
+	fs.twin("metrics", "LOREM_METRICS")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "`HOST:PORT` for /metrics and --pprof, apart from the site: to this machine only, unless you name a private interface\n      for a scraper elsewhere. Default: 127.0.0.1:"+defaultMetricsPort+" (a free port when that one is taken, or when --addr has port 0).\n      It answers only a Host naming this machine or its own address, and no request a proxy forwarded")
+	fs.twin("metrics-addr", "LOREM_METRICS_ADDR")
+	fs.StringVar(&c.pidFile, "pid-file", "", "write the serving process's PID to `PATH` once it is ready (after a restart on SIGHUP, the new process's)")
+	fs.twin("pid-file", "LOREM_PID_FILE")
+	fs.StringVar(&in.trustedProxies, "trusted-proxies", "", "reverse proxies whose X-Forwarded-For is believed, `CIDR,...` prefixes or addresses (127.0.0.1,10.0.0.0/8);\n      from other peers the header is ignored. Sign-in limits count by the client address this gives")
+	fs.twin("trusted-proxies", "LOREM_TRUSTED_PROXIES")
+	fs.StringVar(&in.allowedHosts, "allowed-hosts", "", "the names the site is served as, `HOST,...` (news.example,192.0.2.10); a request with another Host header gets 400,\n      so a page on a domain re-pointed at this machine (DNS rebinding) cannot use it. Default: the host of --addr,\n      plus localhost, 127.0.0.1 and [::1] when that is a loopback address; required when --addr listens on every address")
+	fs.twin("allowed-hosts", "LOREM_ALLOWED_HOSTS")
+	fs.DurationVar(&c.site.SessionIdle, "session-idle", 14*24*time.Hour, "a session unused this long is signed out on the server")
+	fs.twin("session-idle", "LOREM_SESSION_IDLE")
+	fs.DurationVar(&c.site.SessionLifetime, "session-lifetime", 30*24*time.Hour, "a session is signed out this long after sign-in, however active")
+	fs.twin("session-lifetime", "LOREM_SESSION_LIFETIME")
+	fs.IntVar(&c.site.PostsPerAccount, "posts-per-hour", 10, "posts one account may create in an hour; past it, 429 with the minutes to wait")
+	fs.twin("posts-per-hour", "LOREM_POSTS_PER_HOUR")
+	fs.IntVar(&c.site.CommentsPerAccount, "comments-per-hour", 60, "comments one account may create in an hour; past it, 429 with the minutes to wait")
+	fs.twin("comments-per-hour", "LOREM_COMMENTS_PER_HOUR")
+	fs.IntVar(&c.site.MaxSessionsPerAccount, "max-sessions", 50, "browsers that may be signed in to one account at once; one more sign-in signs out the oldest")
+	fs.twin("max-sessions", "LOREM_MAX_SESSIONS")
+	fs.StringVar(&in.secretKey, "secret-key", "", "`KEY` (32+ characters) that signs CSRF tokens and device cookies; every process of one site needs the same.\n      Empty: random per process, so a restart makes open forms ask for a reload. Give it in the environment variable or\n      --secret-key-file rather than here: a command line can be read by every user of the machine (ps, /proc/PID/cmdline)\n      and is kept in shell history, and whoever has the key can forge device cookies")
+	fs.twin("secret-key", "LOREM_SECRET_KEY")
+	fs.StringVar(&in.secretKeyFile, "secret-key-file", "", "read the secret key from the file at `PATH` (surrounding white space is dropped); instead of --secret-key")
+	fs.twin("secret-key-file", "LOREM_SECRET_KEY_FILE")
+	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on --metrics-addr (a loopback address only)")
+	fs.twin("pprof", "LOREM_PPROF")
+	fs.IntVar(&c.gcPercent, "gc-percent", 400, "Go GC target (GOGC): heap growth between collections, in %; the server's live heap is small, so collecting 4× less often buys CPU for requests")
+	fs.twin("gc-percent", "LOREM_GC_PERCENT")
+	fs.IntVar(&c.site.MaxInFlight, "max-in-flight", 0, "requests worked on at once, the rest wait their turn (0: no limit)")
+	fs.twin("max-in-flight", "LOREM_MAX_IN_FLIGHT")
+	fs.BoolVar(&c.site.Gzip, "gzip", false, "gzip HTML, CSS and text for clients that accept it (off: leave it to a reverse proxy; see README, Compression)")
+	fs.twin("gzip", "LOREM_GZIP")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, or once a process started by SIGHUP has taken over, how long requests in flight may take to finish")
+	fs.twin("shutdown-timeout", "LOREM_SHUTDOWN_TIMEOUT")
+}
+
+// resolve checks the flags against each other and turns in into c's
+// settings; the error is a usage error naming the flag.
+func (c *serveCommand) resolve(in serveInput, usage func(format string, args ...any) error) error {
+	if err := c.logLevel.UnmarshalText([]byte(in.logLevel)); err != nil {
+		return usage("invalid --log-level %q (want debug, info, warn or error)", in.logLevel)
 	}
 	if c.site.BcryptCost < bcrypt.MinCost || c.site.BcryptCost > bcrypt.MaxCost {
-		return c, usage("--bcrypt-cost must be between %d and %d", bcrypt.MinCost, bcrypt.MaxCost)
+		return usage("--bcrypt-cost must be between %d and %d", bcrypt.MinCost, bcrypt.MaxCost)
 	}
 	host, _, err := net.SplitHostPort(c.addr)
 	if err != nil {
-		return c, usage("invalid --addr %q: %v", c.addr, err)
+		return usage("invalid --addr %q: %v", c.addr, err)
 	}
-	if c.benchmarking && !allowRemoteBench && !isLoopback(host) {
-		return c, usage("--benchmarking on %s would let anyone who can reach it delete data; bind to 127.0.0.1 or add --allow-remote-benchmarking", c.addr)
+	if c.benchmarking && !in.allowRemoteBench && !isLoopback(host) {
+		return usage("--benchmarking on %s would let anyone who can reach it delete data; bind to 127.0.0.1 or add --allow-remote-benchmarking", c.addr)
 	}
-	if c.site.TrustedProxies, err = lnhttp.ParseTrustedProxies(trustedProxies); err != nil {
-		return c, usage("invalid --trusted-proxies: %v", err)
+	if c.site.TrustedProxies, err = lnhttp.ParseTrustedProxies(in.trustedProxies); err != nil {
+		return usage("invalid --trusted-proxies: %v", err)
 	}
-	if c.site.AllowedHosts, err = lnhttp.ParseAllowedHosts(allowedHosts); err != nil {
-		return c, usage("invalid --allowed-hosts: %v", err)
+	if c.site.AllowedHosts, err = lnhttp.ParseAllowedHosts(in.allowedHosts); err != nil {
+		return usage("invalid --allowed-hosts: %v", err)
 	}
 	if len(c.site.AllowedHosts) == 0 {
 		if c.site.AllowedHosts = defaultAllowedHosts(host); c.site.AllowedHosts == nil {
-			return c, usage("--addr %s listens on every address: name the hosts the site is served as with --allowed-hosts (e.g. news.example,192.0.2.10)", c.addr)
+			return usage("--addr %s listens on every address: name the hosts the site is served as with --allowed-hosts (e.g. news.example,192.0.2.10)", c.addr)
 		}
 	}
 	if c.site.PostsPerAccount <= 0 || c.site.CommentsPerAccount <= 0 || c.site.MaxSessionsPerAccount <= 0 {
-		return c, usage("--posts-per-hour, --comments-per-hour and --max-sessions must be positive")
+		return usage("--posts-per-hour, --comments-per-hour and --max-sessions must be positive")
 	}
 	if c.site.SessionIdle <= 0 || c.site.SessionLifetime <= 0 {
-		return c, usage("--session-idle and --session-lifetime must be positive")
+		return usage("--session-idle and --session-lifetime must be positive")
 	}
-	if secretKeyFile != "" {
-		if secretKey != "" {
-			return c, usage("give the secret key once: --secret-key (or $LOREM_SECRET_KEY) or --secret-key-file, not both")
+	if err := c.resolveSecretKey(in, usage); err != nil {
+		return err
+	}
+	if err := c.resolveMetrics(usage); err != nil {
+		return err
+	}
+	if c.gcPercent < -1 || c.gcPercent == 0 {
+		return usage("--gc-percent must be positive (or -1 to turn the collector off)")
+	}
+	return nil
+}
+
+// resolveSecretKey takes the secret key from --secret-key or the file
+// --secret-key-file names, not both.
+func (c *serveCommand) resolveSecretKey(in serveInput, usage func(format string, args ...any) error) error {
+	if in.secretKeyFile != "" {
+		if in.secretKey != "" {
+			return usage("give the secret key once: --secret-key (or $LOREM_SECRET_KEY) or --secret-key-file, not both")
 		}
-		b, err := os.ReadFile(secretKeyFile)
+		b, err := os.ReadFile(in.secretKeyFile)
 		if err != nil {
-			return c, usage("--secret-key-file: %v", err)
+			return usage("--secret-key-file: %v", err)
 		}
-		if secretKey = strings.TrimSpace(string(b)); secretKey == "" {
-			return c, usage("--secret-key-file %s is empty", secretKeyFile)
+		if in.secretKey = strings.TrimSpace(string(b)); in.secretKey == "" {
+			return usage("--secret-key-file %s is empty", in.secretKeyFile)
 		}
 	}
-	if secretKey != "" && len(secretKey) < 32 {
-		return c, usage("--secret-key must be at least 32 characters (e.g. openssl rand -hex 32)")
+	if in.secretKey != "" && len(in.secretKey) < 32 {
+		return usage("--secret-key must be at least 32 characters (e.g. openssl rand -hex 32)")
 	}
-	c.site.SecretKey = []byte(secretKey)
+	c.site.SecretKey = []byte(in.secretKey)
+	return nil
+}
+
+// resolveMetrics settles where /metrics is served, never on the site's
+// address, and that the profiler is only on a loopback one.
+func (c *serveCommand) resolveMetrics(usage func(format string, args ...any) error) error {
 	if c.metricsAddr != "" && !c.metrics {
-		return c, usage("--metrics-addr needs --metrics")
+		return usage("--metrics-addr needs --metrics")
 	}
 	if c.metrics && c.metricsAddr == "" {
 		c.metricsDefault = true
@@ -190,21 +228,18 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	if c.metrics {
 		mhost, mport, err := net.SplitHostPort(c.metricsAddr)
 		if err != nil {
-			return c, usage("invalid --metrics-addr %q: %v", c.metricsAddr, err)
+			return usage("invalid --metrics-addr %q: %v", c.metricsAddr, err)
 		}
 		if c.metricsAddr == c.addr && mport != "0" {
-			return c, usage("--metrics-addr %s is the site's --addr: metrics are never served on the site's address", c.metricsAddr)
+			return usage("--metrics-addr %s is the site's --addr: metrics are never served on the site's address", c.metricsAddr)
 		}
 		if c.pprof && !isLoopback(mhost) {
-			return c, usage("--pprof is only allowed on a loopback --metrics-addr")
+			return usage("--pprof is only allowed on a loopback --metrics-addr")
 		}
 	} else if c.pprof {
-		return c, usage("--pprof is served on --metrics-addr: it needs --metrics")
+		return usage("--pprof is served on --metrics-addr: it needs --metrics")
 	}
-	if c.gcPercent < -1 || c.gcPercent == 0 {
-		return c, usage("--gc-percent must be positive (or -1 to turn the collector off)")
-	}
-	return c, nil
+	return nil
 }
 
 // run opens (and if asked seeds) the database and serves the site until ctx
