@@ -129,7 +129,7 @@ func (db *DB) copyTo(ctx context.Context, tmp string, o BackupOptions) error {
 	defer pool.Close()
 	conn, err := pool.Conn(ctx)
 	if err != nil {
-		return stopped(ctx, err)
+		return withCtxErr(ctx, err)
 	}
 	defer conn.Close()
 	return onOwnConn(conn, "Backup", func(src *driverConn) error {

@@ -1,4 +1,4 @@
-// The few declarations of SQLite's C API that the row reader uses. The
+// The few declarations of SQLite's C API that the handles use. The
 // functions themselves are the ones github.com/mattn/go-sqlite3 compiles
 // into the binary (with the build's CGO_CFLAGS), so there is one SQLite in
 // the program and its compile-time options are the build's. The

@@ -215,9 +215,9 @@ func (c *driverConn) lastError(rc C.int) error {
 // grow the cache without end. Past it the cache starts over.
 const maxStatements = 128
 
-// statement returns query's prepared statement on c, preparing it on first
+// prepared returns query's prepared statement on c, preparing it on first
 // use and keeping it (up to maxStatements) for the connection's life.
-func (c *driverConn) statement(query string) (*C.sqlite3_stmt, error) {
+func (c *driverConn) prepared(query string) (*C.sqlite3_stmt, error) {
 	if s, ok := c.stmts[query]; ok {
 		return s, nil
 	}
@@ -371,9 +371,9 @@ func interruptOnDone(ctx context.Context, conn *sql.Conn) (stop func()) {
 	return stop
 }
 
-// stopped answers err, wrapped with ctx's error if ctx has ended: the
+// withCtxErr answers err, wrapped with ctx's error if ctx has ended: the
 // statement was interrupted, or failed meanwhile.
-func stopped(ctx context.Context, err error) error {
+func withCtxErr(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
 		return err
 	}
@@ -383,7 +383,7 @@ func stopped(ctx context.Context, err error) error {
 // exec runs a statement that takes no arguments and whose rows, if any,
 // are not wanted (BEGIN, COMMIT, SAVEPOINT), prepared once per connection.
 func (c *driverConn) exec(query string) error {
-	s, err := c.statement(query)
+	s, err := c.prepared(query)
 	if err != nil {
 		return err
 	}
@@ -398,7 +398,7 @@ func (c *driverConn) exec(query string) error {
 // queryInt runs a query that takes no arguments and answers one integer
 // in its first row, prepared once per connection.
 func (c *driverConn) queryInt(query string, v *int64) error {
-	s, err := c.statement(query)
+	s, err := c.prepared(query)
 	if err != nil {
 		return err
 	}

@@ -85,16 +85,6 @@ func IsBusy(err error) bool {
 	return errors.As(err, &re) && (re.Code&0xff == int(sqlite3.ErrBusy) || re.Code&0xff == int(sqlite3.ErrLocked))
 }
 
-// result is what a read or write returns to its caller: a busy error is
-// counted and marked ErrBusy.
-func (db *DB) result(err error) error {
-	if err == nil || errors.Is(err, ErrBusy) || !IsBusy(err) {
-		return err
-	}
-	db.busyErrors.Add(1)
-	return fmt.Errorf("%w: %w", ErrBusy, err)
-}
-
 // describeOpenError adds what SQLite's terse open errors usually mean.
 func describeOpenError(err error) error {
 	var se sqlite3.Error

@@ -146,7 +146,7 @@ func (rx *Rx) Conn() *sql.Conn { return rx.conn }
 func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	var res result
 	err := tx.on(ctx, query, func(c *driverConn) error {
-		s, err := c.statement(query)
+		s, err := c.prepared(query)
 		if err != nil {
 			return err
 		}
@@ -181,12 +181,12 @@ func (rx *Rx) on(ctx context.Context, query string, f func(*driverConn) error) e
 		return fmt.Errorf("sqlitedb: %s inside Read or Write: the transaction is theirs to end (savepoints are fine)", kw)
 	}
 	if rx.txn.ended() {
-		return stopped(ctx, rx.txn.endedError())
+		return withCtxErr(ctx, rx.txn.endedError())
 	}
 	err := rx.conn.Raw(func(dc any) error {
 		c, ok := dc.(*driverConn)
 		if !ok { // cannot happen: handles are made on the package's connections
-			return fmt.Errorf("sqlitedb: a handle on a %T, not a connection of a DB", dc)
+			return fmt.Errorf("sqlitedb: a handle on a %T, not one of the package's connections", dc)
 		}
 		defer c.interruptOnDone(ctx)()
 		return f(c)
@@ -196,7 +196,7 @@ func (rx *Rx) on(ctx context.Context, query string, f func(*driverConn) error) e
 		rx.txn.lost = err
 		err = fmt.Errorf("%w (%w)", err, ErrRolledBack)
 	}
-	return stopped(ctx, err)
+	return withCtxErr(ctx, err)
 }
 
 // transactionKeyword is query's first keyword, upper-cased, if it begins or

@@ -79,7 +79,7 @@ var fillBuffers = sync.Pool{New: func() any { b := make([]byte, 16<<10); return 
 
 // query runs query and copies all its rows out of SQLite.
 func (c *driverConn) query(query string, args []any) (*Rows, error) {
-	s, err := c.statement(query)
+	s, err := c.prepared(query)
 	if err != nil {
 		return nil, err
 	}

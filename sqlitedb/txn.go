@@ -77,7 +77,7 @@ func (db *DB) readOn(ctx context.Context, pool *sql.DB, fn func(context.Context,
 			err = cerr
 		}
 	}
-	return stopped(ctx, err)
+	return withCtxErr(ctx, err)
 }
 
 // enterRead waits for a read connection's slot, in arrival order:
@@ -165,10 +165,6 @@ func (db *DB) write(ctx context.Context, fn func(context.Context, *Tx) error, co
 	return db.result(err)
 }
 
-// insideWrite is the key of the value the writer puts in a write's
-// context: the DB it runs on.
-type insideWrite struct{}
-
 // errNested answers a Write or Coalesce called from inside a write's
 // function: it would wait for its own turn, behind the write that called
 // it, until Timeout.
@@ -199,32 +195,6 @@ type Stats struct {
 // MapStats says whether the database file and its WAL are mapped.
 type MapStats struct{ Database, WAL bool }
 
-// WriterStats are the writer goroutine's counters.
-type WriterStats struct {
-	Depth     int   // writes waiting now
-	MaxDepth  int   // most writes ever waiting at once
-	Turns     int64 // writes run (ordinary and coalesced)
-	Abandoned int64 // writes whose caller left before their turn (they never ran)
-	Commits   int64 // transactions committed
-	// Waited is the total time the writes run waited for their turn, from
-	// Write (or Coalesce) to the writer taking them: Waited/Turns is the
-	// mean wait.
-	Waited time.Duration
-}
-
-// CheckpointStats are the checkpointer's counters.
-type CheckpointStats struct {
-	Background int64 // PASSIVE checkpoints from the checkpointer's own connection
-	Inline     int64 // PASSIVE checkpoints the writer ran itself, to finish a background one
-	Restarts   int64 // RESTART checkpoints the writer ran past 60,000 WAL pages (the checkpointer fell behind, or readers never paused)
-	Truncates  int64 // TRUNCATE checkpoints once writes stopped
-	Errors     int64 // checkpoints that failed (tried again at the next signal)
-	// Stopped, once a sync of the database file has failed, says so: no
-	// checkpoint runs any more and the WAL keeps every frame until the
-	// database is opened again (see ErrSyncFailed). Empty until then.
-	Stopped string
-}
-
 // Stats returns the current counters.
 func (db *DB) Stats() Stats {
 	s := Stats{
@@ -247,4 +217,14 @@ func (db *DB) Stats() Stats {
 		s.Mapped = MapStats{Database: isMapped(db.path), WAL: isMapped(db.path + "-wal")}
 	}
 	return s
+}
+
+// result is what a read or write returns to its caller: a busy error is
+// counted and marked ErrBusy.
+func (db *DB) result(err error) error {
+	if err == nil || errors.Is(err, ErrBusy) || !IsBusy(err) {
+		return err
+	}
+	db.busyErrors.Add(1)
+	return fmt.Errorf("%w: %w", ErrBusy, err)
 }

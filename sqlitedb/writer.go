@@ -382,7 +382,7 @@ func lostError(w *pendingWrite, err error, txn *txnMark, kind batchKind) error {
 		err = fmt.Errorf("%w (%w)", err, ErrRolledBack)
 	}
 	if kind == ownTxn {
-		err = stopped(w.ctx, err)
+		err = withCtxErr(w.ctx, err)
 	}
 	return err
 }
@@ -394,7 +394,7 @@ func callerError(w *pendingWrite, err error) error {
 	if _, ok := err.(*PanicError); ok {
 		return err
 	}
-	return stopped(w.ctx, err)
+	return withCtxErr(w.ctx, err)
 }
 
 // call runs w's function on conn, in the transaction txn marks, and keeps
@@ -670,3 +670,20 @@ func (wr *writer) snapshot() WriterStats {
 	s.Depth = len(wr.queue) + len(wr.coalesced)
 	return s
 }
+
+// WriterStats are the writer goroutine's counters.
+type WriterStats struct {
+	Depth     int   // writes waiting now
+	MaxDepth  int   // most writes ever waiting at once
+	Turns     int64 // writes run (ordinary and coalesced)
+	Abandoned int64 // writes whose caller left before their turn (they never ran)
+	Commits   int64 // transactions committed
+	// Waited is the total time the writes run waited for their turn, from
+	// Write (or Coalesce) to the writer taking them: Waited/Turns is the
+	// mean wait.
+	Waited time.Duration
+}
+
+// insideWrite is the key of the value the writer puts in a write's
+// context: the DB it runs on.
+type insideWrite struct{}
