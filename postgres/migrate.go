@@ -183,11 +183,3 @@ func (db *DB) Migrations(ctx context.Context) ([]string, error) {
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return names, db.mapError(err)
 }
-
-// MigrationFiles lists the embedded migration files, for the test that
-// keeps both backends' schemas in step.
-func MigrationFiles() []string {
-	names, _ := fs.Glob(migrationFS, "migrations/*.sql")
-	sort.Strings(names)
-	return names
-}
