@@ -190,26 +190,25 @@ func TestNoUserTextAsMarkup(t *testing.T) {
 	}
 }
 
+// excerptCase is a text, a length and the excerpt wanted.
+type excerptCase struct {
+	in   string
+	n    int
+	want string
+}
+
 // TestBodyExcerpt: a user's comments are listed as excerpts: a body of at
 // most n characters whole, a longer one cut at a space near n with "…",
 // its paragraphs kept; a seeded comment is never cut.
 func TestBodyExcerpt(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		n    int
-		want string
-	}{
+	checkExcerpts(t, "bodyExcerpt", bodyExcerpt, 1, []excerptCase{
 		{"short", 10, "short"},
 		{"exactly10!", 10, "exactly10!"},
 		{"one two three four", 10, "one two…"},
 		{"éééééééééééé", 5, "ééééé…"},
 		{"para one\n\npara two is long", 15, "para one\n\npara…"},
 		{strings.Repeat("x", 60), 50, strings.Repeat("x", 50) + "…"}, // no space near the cut: cut in the word
-	} {
-		if got := bodyExcerpt(tc.in, tc.n); got != tc.want {
-			t.Errorf("bodyExcerpt(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
-		}
-	}
+	})
 	lorem := seed.NewLorem(1)
 	for range 20000 {
 		if p := lorem.Paragraph(); bodyExcerpt(p, userCommentExcerpt) != p {
@@ -222,25 +221,28 @@ func TestBodyExcerpt(t *testing.T) {
 // fits in n characters, else cut to at most n with "…", at a space in
 // the second half if there is one.
 func TestExcerpt(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		n    int
-		want string
-	}{
+	checkExcerpts(t, "excerpt", excerpt, 0, []excerptCase{
 		{"short", 10, "short"},
 		{"  two\n\nlines\t here ", 20, "two lines here"},
 		{"exactly10!", 10, "exactly10!"},
 		{"one two three four", 10, "one two…"},
 		{"a bcdefghijklmnop", 10, "a bcdefgh…"}, // the only space is in the first half: cut in the word
-		{"éééééé éééééé", 10, "éééééé…"}, // characters, not bytes
+		{"éééééé éééééé", 10, "éééééé…"},        // characters, not bytes
 		{strings.Repeat("word ", 1000), 155, strings.TrimSpace(strings.Repeat("word ", 30)) + "…"},
-	} {
-		got := excerpt(tc.in, tc.n)
+	})
+}
+
+// checkExcerpts runs cut on each case, and checks that no excerpt is
+// longer than n characters and the "…" beyond (over: 0 or 1).
+func checkExcerpts(t *testing.T, name string, cut func(string, int) string, over int, cases []excerptCase) {
+	t.Helper()
+	for _, tc := range cases {
+		got := cut(tc.in, tc.n)
 		if got != tc.want {
-			t.Errorf("excerpt(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+			t.Errorf("%s(%q, %d) = %q, want %q", name, tc.in, tc.n, got, tc.want)
 		}
-		if n := utf8.RuneCountInString(got); n > tc.n {
-			t.Errorf("excerpt(%q, %d) has %d characters", tc.in, tc.n, n)
+		if n := utf8.RuneCountInString(got); n > tc.n+over {
+			t.Errorf("%s(%q, %d) has %d characters", name, tc.in, tc.n, n)
 		}
 	}
 }

@@ -76,18 +76,24 @@ func queryInt(tb testing.TB, db *sqlitedb.DB, query string, args ...any) int64 {
 // queryInts reads a column of integers on a read connection.
 func queryInts(tb testing.TB, db *sqlitedb.DB, query string, args ...any) []int64 {
 	tb.Helper()
-	var out []int64
+	return queryColumn[int64](tb, db, query, args...)
+}
+
+// queryColumn reads a column of Ts on a read connection.
+func queryColumn[T any](tb testing.TB, db *sqlitedb.DB, query string, args ...any) []T {
+	tb.Helper()
+	var out []T
 	err := db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
 		rows, err := rx.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
-			var n int64
-			if err := rows.Scan(&n); err != nil {
+			var v T
+			if err := rows.Scan(&v); err != nil {
 				return err
 			}
-			out = append(out, n)
+			out = append(out, v)
 		}
 		return rows.Err()
 	})

@@ -32,25 +32,7 @@ func openMigrated(t *testing.T, path string, fsys fstest.MapFS) (*sqlitedb.DB, e
 
 func versions(t *testing.T, db *sqlitedb.DB) []string {
 	t.Helper()
-	var got []string
-	err := db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
-		rows, err := rx.Query(ctx, `SELECT version FROM `+sqlitedb.MigrationsTable+` ORDER BY version`)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var v string
-			if err := rows.Scan(&v); err != nil {
-				return err
-			}
-			got = append(got, v)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
+	return queryColumn[string](t, db, `SELECT version FROM `+sqlitedb.MigrationsTable+` ORDER BY version`)
 }
 
 // Migrations apply in order, once each, are recorded, and the one that
