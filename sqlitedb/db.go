@@ -244,7 +244,7 @@ func (db *DB) Close() error {
 		db.writer.close() // runs what is queued, then stops
 		// Stopped next: the TRUNCATE below must not meet it.
 		errs = append(errs, db.checkpointer.close())
-		if _, err := db.writeDB.ExecContext(ctx, `PRAGMA optimize`); err != nil {
+		if err := db.optimize(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("optimize: %w", err))
 		}
 		// TRUNCATE leaves a zero-length WAL, so the file is complete on its
@@ -253,7 +253,9 @@ func (db *DB) Close() error {
 		// connections close without SQLite's own checkpoint (failStop).
 		if err := db.stopped.err(); err != nil {
 			errs = append(errs, fmt.Errorf("%w (the WAL keeps every frame; the next open copies them again)", err))
-		} else if _, err := db.writeDB.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		} else if _, err := db.writeDB.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil && !IsBusy(err) {
+			// Busy: another process checkpoints or writes the file now;
+			// the WAL stays for it, which is no loss.
 			if isSyncError(err) {
 				db.stopped.set(err)
 			}
@@ -265,6 +267,27 @@ func (db *DB) Close() error {
 		}
 	})
 	return db.closeErr
+}
+
+// optimize runs PRAGMA optimize, which may write (ANALYZE), on the write
+// connection. It waits up to a second for another process's write lock
+// (a new process taking over during a reload writes all the while) and,
+// if it cannot have it, leaves the statistics to that process: they are
+// advice to the query planner, not data, and their age is no error.
+func (db *DB) optimize(ctx context.Context) error {
+	conn, err := db.writeDB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout = 1000`); err != nil {
+		return err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA busy_timeout = 0`)
+	if _, err := conn.ExecContext(ctx, `PRAGMA optimize`); err != nil && !IsBusy(err) {
+		return err
+	}
+	return nil
 }
 
 // closePools closes the connection pools, once the writer and the

@@ -41,10 +41,15 @@ func runReload(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	// What the server writes if this restart fails; an older one's is
+	// removed first (file times are too coarse to tell them apart).
+	if err := os.Remove(failedUpgradeFile(pidFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reload: %w", err)
+	}
+	start := time.Now()
 	if err := syscall.Kill(old, syscall.SIGHUP); err != nil {
 		return fmt.Errorf("reload: signal the server (PID %d from %s): %w", old, pidFile, err)
 	}
-	start := time.Now()
 	deadline := start.Add(timeout)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -55,6 +60,8 @@ func runReload(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				next = pid
 			} else if !running(old) {
 				return fmt.Errorf("reload: the server (PID %d) exited and no new process took over: see its log", old)
+			} else if why, ok := upgradeFailed(pidFile); ok {
+				return fmt.Errorf("reload: the new process did not take over (%s); the server (PID %d) goes on serving", why, old)
 			}
 		}
 		if time.Now().After(deadline) {
@@ -71,6 +78,16 @@ func runReload(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stdout, "reloaded: PID %d serves, PID %d handed over and exited (%v)\n", next, old, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// upgradeFailed answers why the server's restart failed, if it has
+// written so (failedUpgradeFile).
+func upgradeFailed(pidFile string) (string, bool) {
+	b, err := os.ReadFile(failedUpgradeFile(pidFile))
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
 }
 
 // readPID reads the PID a PID file holds.

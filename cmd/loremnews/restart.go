@@ -64,11 +64,29 @@ func (r *restarter) watch() {
 		r.log.Info("SIGHUP: starting a new process to take over")
 		if err := r.upg.Upgrade(); err != nil {
 			r.log.Error("the new process did not take over; this one goes on serving", "err", err)
+			r.noteFailure(err)
 			continue
 		}
 		r.log.Info("the new process is ready")
 	}
 }
+
+// noteFailure writes why the new process did not take over to
+// failedUpgradeFile(--pid-file), where `loremnews reload` looks, so it
+// says so at once instead of waiting out its timeout.
+func (r *restarter) noteFailure(err error) {
+	if r.pidFile == "" {
+		return
+	}
+	path := failedUpgradeFile(r.pidFile)
+	if werr := os.WriteFile(path+".tmp", []byte(err.Error()+"\n"), 0o644); werr == nil {
+		werr = os.Rename(path+".tmp", path)
+	}
+}
+
+// failedUpgradeFile is where the server says why its last restart
+// failed: beside its PID file.
+func failedUpgradeFile(pidFile string) string { return pidFile + ".failed" }
 
 // listen listens on addr, or takes the socket the process before this one
 // listened on for the same name and addr. The name tells apart two
