@@ -41,8 +41,15 @@ ADDR ?=
 
 .PHONY: build build-plain generate run test test-deps lint vulncheck audit bench bench-postgres bench-quick pgo clean
 
+# The build's name, which `loremnews version` and /metrics give: the
+# commit (+modified for a work tree with changes) and, on a release, its
+# vX.Y.Z tag.
+BUILD_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
+BUILD_VERSION := $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null)
+BUILD_FLAGS := -ldflags "-X main.buildCommit=$(BUILD_COMMIT) -X main.buildVersion=$(BUILD_VERSION)"
+
 build:
-	$(GO) build -o bin/loremnews ./cmd/loremnews
+	$(GO) build $(BUILD_FLAGS) -o bin/loremnews ./cmd/loremnews
 
 # The same binary without the compile-time options, for the experiment.
 build-plain:

@@ -56,6 +56,15 @@ func New() *Metrics {
 	return m
 }
 
+// Build exports which build serves: loremnews_build_info{version,
+// commit} 1, so a dashboard can tell the processes of a deploy apart.
+func (m *Metrics) Build(version, commit string) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "loremnews_build_info", Help: "The build that serves: its version and commit.",
+		ConstLabels: prometheus.Labels{"version": version, "commit": commit}})
+	g.Set(1)
+	m.reg.MustRegister(g)
+}
+
 // Watch makes the database's counters part of every scrape. Watch one
 // database per Metrics.
 func (m *Metrics) Watch(db Source) { m.reg.MustRegister(db.Collector(Namespace)) }

@@ -24,6 +24,7 @@ import (
 // sends benchmarking requests, and checks the scrape reports them.
 func TestMetricsSeeRequestsAndWrites(t *testing.T) {
 	m := metrics.New()
+	m.Build("v1.2.3", "0123abcd")
 	db, err := sqlite.Open(context.Background(), sqlite.Config{DSN: filepath.Join(t.TempDir(), "m.sqlite3"), OnWriteWait: m.ObserveWriteWait})
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +39,7 @@ func TestMetricsSeeRequestsAndWrites(t *testing.T) {
 		`loremnews_http_request_duration_seconds_count{code="200",route="GET /posts/{id}"} 10`,
 		fmt.Sprintf("loremnews_write_wait_seconds_count %d", writes),
 		`loremnews_db_profile_info{profile="split"} 1`,
+		`loremnews_build_info{commit="0123abcd",version="v1.2.3"} 1`,
 		fmt.Sprintf("loremnews_sqlite_writer_turns_total %d", writes),
 		`loremnews_sqlite_pool_open_connections{pool="read"}`,
 		`loremnews_sqlite_pool_open_connections{pool="write"} 1`,

@@ -50,7 +50,7 @@ func (d *dbFlags) register(fs *flagSet) {
 // registerDB adds --db alone, for commands whose work the pool tuning does
 // not change (migrate, backup); the tuning keeps serve's defaults.
 func (d *dbFlags) registerDB(fs *flagSet) {
-	fs.StringVar(&d.dsn, "db", defaultDB, "SQLite file `PATH` or URI (pragmas ride along as file:PATH?_pragma=cache_size(-16000)),\nor a PostgreSQL URL: postgres://user:password@host:5432/dbname")
+	fs.StringVar(&d.dsn, "db", defaultDB, "SQLite file `PATH` or URI (pragmas ride along as file:PATH?_pragma=cache_size(-16000)),\n      or a PostgreSQL URL: postgres://user:password@host:5432/dbname")
 	fs.twin("db", "LOREM_DB")
 	d.profile = setups.Split
 	d.writerTimeout = defaultWriterTimeout

@@ -157,11 +157,20 @@ func (fs *flagSet) readSettings(given map[string]bool) (map[string]string, error
 		case !ok:
 			return nil, &usageError{msg: fmt.Sprintf("%s:%d: want NAME=value, got %q", path, i+1, line), cmd: fs.Name()}
 		case !known[k] || k == fs.env[fs.settings]:
-			return nil, &usageError{msg: fmt.Sprintf("%s:%d: %s is not a setting of %s (see %s --help)", path, i+1, k, fs.Name(), fs.Name()), cmd: fs.Name()}
+			return nil, &usageError{msg: fmt.Sprintf("%s:%d: %s is not a setting of %s", path, i+1, k, fs.Name()), cmd: fs.Name()}
 		}
-		vals[k] = strings.TrimSpace(v)
+		vals[k] = unquote(strings.TrimSpace(v))
 	}
 	return vals, nil
+}
+
+// unquote is v without the quotes around it, as systemd reads an
+// EnvironmentFile (LOREM_ADDR="127.0.0.1:3000" is 127.0.0.1:3000 to both).
+func unquote(v string) string {
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		return v[1 : len(v)-1]
+	}
+	return v
 }
 
 // flagSynopsis is how --help names a flag: one dash for one-letter flags

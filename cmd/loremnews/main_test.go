@@ -131,6 +131,16 @@ func TestVersionShowsCompileOptions(t *testing.T) {
 	if !strings.Contains(out.String(), "sqlite 3.") || !strings.Contains(out.String(), "compile options:") {
 		t.Fatalf("version output: %s", out.String())
 	}
+	// The build's name, as make build stamps it.
+	buildVersion, buildCommit = "v1.2.3", "0123abcd+modified"
+	defer func() { buildVersion, buildCommit = "", "" }()
+	out.Reset()
+	if err := run(context.Background(), []string{"version"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(out.String(), "\n"); first != "loremnews v1.2.3, commit 0123abcd+modified" {
+		t.Fatalf("version's first line: %q", first)
+	}
 }
 
 func TestUsageErrors(t *testing.T) {

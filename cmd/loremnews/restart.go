@@ -96,9 +96,19 @@ func (r *restarter) listen(name, addr string) (net.Listener, error) {
 	if r.upg == nil {
 		return net.Listen("tcp", addr)
 	}
-	return r.upg.ListenWithCallback("tcp", name+" "+addr, func(network, _ string) (net.Listener, error) {
-		return net.Listen(network, addr)
+	// The upgrader's error keeps only the text of the listener's, so the
+	// listener's own is returned: errors.Is(err, syscall.EADDRINUSE) then
+	// holds, for the hints that depend on it.
+	var listenErr error
+	ln, err := r.upg.ListenWithCallback("tcp", name+" "+addr, func(network, _ string) (net.Listener, error) {
+		ln, err := net.Listen(network, addr)
+		listenErr = err
+		return ln, err
 	})
+	if err != nil && listenErr != nil {
+		return nil, listenErr
+	}
+	return ln, err
 }
 
 // ready says this process serves: the process before it, if any, may hand

@@ -138,7 +138,7 @@ func (c *serveCommand) register(fs *flagSet, in *serveInput) {
 	fs.twin("gc-percent", "LOREM_GC_PERCENT")
 	fs.IntVar(&c.site.MaxInFlight, "max-in-flight", 0, "requests worked on at once, the rest wait their turn (0: no limit)")
 	fs.twin("max-in-flight", "LOREM_MAX_IN_FLIGHT")
-	fs.BoolVar(&c.site.Gzip, "gzip", false, "gzip HTML, CSS and text for clients that accept it (off: leave it to a reverse proxy; see README, Compression)")
+	fs.BoolVar(&c.site.Gzip, "gzip", false, "gzip HTML, CSS and text for clients that accept it (off: leave it to a reverse proxy; see docs/load.md, Compression)")
 	fs.twin("gzip", "LOREM_GZIP")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, or once a process started by SIGHUP has taken over, how long requests in flight may take to finish")
 	fs.twin("shutdown-timeout", "LOREM_SHUTDOWN_TIMEOUT")
@@ -259,6 +259,8 @@ func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 	var m *metrics.Metrics
 	if c.metrics {
 		m = metrics.New()
+		b := currentBuild()
+		m.Build(b.version, b.commit)
 		c.db.onWriteWait = m.ObserveWriteWait
 	}
 	db, err := c.db.open(ctx)

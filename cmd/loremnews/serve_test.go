@@ -251,6 +251,21 @@ func TestParseServeFlags(t *testing.T) {
 	}
 }
 
+// TestServeAddressInUseAsAProcess: the same in a process of its own,
+// where the listening socket goes through the restarter (which can hand
+// it to the next process): the hint is still given.
+func TestServeAddressInUseAsAProcess(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	out, err := execCommand(t, "serve", "--addr", taken.Addr().String(), "--metrics=false", "--db", filepath.Join(t.TempDir(), "a.sqlite3")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another program listens there; pick another address with --addr HOST:PORT") {
+		t.Fatalf("serve on a taken address: %v\n%s", err, out)
+	}
+}
+
 // TestServeAddressInUse: serving on a taken address fails at once with an
 // error that says how to pick another one.
 func TestServeAddressInUse(t *testing.T) {
@@ -326,7 +341,8 @@ func TestSettingsFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("# comment\n\nLOREM_MAX_IN_FLIGHT = 7\nLOREM_LOG_LEVEL=warn\nLOREM_DB=" + filepath.Join(dir, "x.sqlite3") + "\n")
+	// Quotes around a value are dropped, as systemd drops them.
+	write("# comment\n\nLOREM_MAX_IN_FLIGHT = 7\nLOREM_LOG_LEVEL='warn'\nLOREM_DB=\"" + filepath.Join(dir, "x.sqlite3") + "\"\n")
 	t.Setenv("LOREM_MAX_IN_FLIGHT", "3")
 	t.Setenv("LOREM_GC_PERCENT", "200")
 	c, err := parseServeFlags([]string{"--settings-file", path, "--log-level", "error"}, io.Discard)
