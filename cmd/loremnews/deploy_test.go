@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -153,7 +154,7 @@ func TestBehindCaddy(t *testing.T) {
 	}
 	dir := t.TempDir()
 	// As deploy/loremnews.service sets it, on free ports.
-	srv := startServer(t, filepath.Join(dir, "site.sqlite3"), "--trusted-proxies", "127.0.0.1,::1", "--bcrypt-cost", "4", "--log-level", "debug")
+	srv := startServer(t, filepath.Join(dir, "site.sqlite3"), "--trusted-proxies", "127.0.0.1", "--bcrypt-cost", "4", "--log-level", "debug")
 	upstream := strings.TrimPrefix(srv.URL, "http://")
 	site := "127.0.0.1:" + freePort(t)
 	startTool(t, []string{"LOREM_SITE=http://" + site, "LOREM_UPSTREAM=" + upstream, "CADDY_ADMIN=off",
@@ -299,6 +300,29 @@ func TestLitestreamToS3(t *testing.T) {
 		res.Requests, res.Failures, attempt, got.Users, got.Posts, got.Comments, live.Users, live.Posts, live.Comments, found, expected, got.Integrity)
 }
 
+// TestKitUnitsAreHardened: systemd rates each unit of the kit at 2.0 or
+// less ("OK") on its exposure scale, read from the unit file alone.
+func TestKitUnitsAreHardened(t *testing.T) {
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		testenv.Missing(t, "systemd-analyze is not installed (apt install systemd; scripts/install-test-deps does)")
+	}
+	for _, unit := range []string{"loremnews.service", "loremnews-litestream.service", "loremnews-backup.service"} {
+		out, err := exec.Command("systemd-analyze", "security", "--offline=yes", kitFile(t, unit)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("systemd-analyze security %s: %v\n%s", unit, err, out)
+		}
+		m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("systemd-analyze security %s said no exposure level:\n%s", unit, out)
+		}
+		level, _ := strconv.ParseFloat(string(m[1]), 64)
+		t.Logf("%s: exposure %.1f", unit, level)
+		if level > 2.0 {
+			t.Errorf("%s: exposure %.1f, want 2.0 or less:\n%s", unit, level, out)
+		}
+	}
+}
+
 // TestKitServiceCommandLine: the unit's ExecStart and ExecReload, with
 // the kit's settings file, are command lines loremnews accepts, with the
 // settings the guide says they set.
@@ -334,7 +358,7 @@ func TestKitServiceCommandLine(t *testing.T) {
 		{"addr", c.addr, "127.0.0.1:3000"},
 		{"database", c.db.dsn, "/var/lib/loremnews/loremnews.sqlite3"},
 		{"allowed hosts", strings.Join(c.site.AllowedHosts, ","), "news.example.com"},
-		{"trusted proxies", len(c.site.TrustedProxies), 2},
+		{"trusted proxies", len(c.site.TrustedProxies), 1},
 		{"secure cookies", c.site.SecureCookies, true},
 		{"metrics", c.metricsAddr, "127.0.0.1:9464"},
 		{"secret key", len(c.site.SecretKey), 64},

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -448,5 +450,126 @@ func TestReloadTakesNewSettings(t *testing.T) {
 	}
 	if a, b := status("127.0.0.1"), status("news.example"); a != 400 || b != 200 {
 		t.Fatalf("after the reload: Host 127.0.0.1 %d, news.example %d; want 400, 200", a, b)
+	}
+}
+
+// TestDeployAndRollBack: section 4 of docs/deploy.md, its commands as the
+// page writes them (the paths and systemctl aside): a new build installed
+// and reloaded serves, and the rollback brings back the build before it,
+// under load, without a failed request. Which build serves is read from
+// /metrics (loremnews_build_info).
+func TestDeployAndRollBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds two binaries and runs a load")
+	}
+	guide, err := os.ReadFile(filepath.Join("..", "..", "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deploy, rollback string
+	for _, line := range strings.Split(string(guide), "\n") {
+		switch {
+		case strings.HasPrefix(line, "install -m 0755 -b -S .previous /tmp/loremnews-kit/bin/loremnews "):
+			deploy = line
+		case strings.HasPrefix(line, "install -m 0755 /usr/local/bin/loremnews.previous "):
+			rollback = line
+		}
+	}
+	if deploy == "" || rollback == "" {
+		t.Fatalf("the guide's deploy (%q) or rollback (%q) command is not where it was", deploy, rollback)
+	}
+	dir := t.TempDir()
+	installed := filepath.Join(dir, "bin", "loremnews")
+	kit := filepath.Join(dir, "kit", "loremnews")
+	for path, commit := range map[string]string{installed: "first", kit: "second"} {
+		if out, err := exec.Command("go", "build", "-ldflags", "-X main.buildCommit="+commit, "-o", path, ".").CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", commit, err, out)
+		}
+	}
+	pidFile, logPath := filepath.Join(dir, "serve.pid"), filepath.Join(dir, "serve.log")
+	// The guide's commands, on this test's paths; systemctl reload is
+	// what the unit's ExecReload runs.
+	local := strings.NewReplacer("/tmp/loremnews-kit/bin/loremnews", kit, "/usr/local/bin/loremnews", installed,
+		"systemctl reload loremnews", installed+" reload --pid-file "+pidFile)
+	db := filepath.Join(dir, "deploy.sqlite3")
+	seedFile(t, db, "--users", "20", "--posts", "100")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := probe.Addr().String()
+	probe.Close()
+	cmd := exec.Command(installed, "serve", "--addr", "127.0.0.1:0", "--db", db, "--benchmarking", "--pid-file", pidFile, "--metrics-addr", metricsAddr)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	serving := map[int]bool{cmd.Process.Pid: true}
+	t.Cleanup(func() {
+		for pid := range serving {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("server log:\n%s", lastLines(string(b), 40))
+		}
+	})
+	url := waitForLog(t, logPath, serveproc.ListeningURL)
+	pid := waitForPID(t, pidFile, 0)
+	build := func() string {
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			t.Fatalf("scrape: %v", err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		m := regexp.MustCompile(`loremnews_build_info\{commit="([^"]*)"`).FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("no loremnews_build_info in the scrape")
+		}
+		return string(m[1])
+	}
+	if got := build(); got != "first" {
+		t.Fatalf("serving build %q, want first", got)
+	}
+
+	loadDone := make(chan *load.Result, 1)
+	go func() {
+		res, err := load.Run(context.Background(), load.Config{URL: url + "/benchmarking/balanced", Method: http.MethodPost, Concurrency: 8,
+			Duration: 10 * time.Second, DisableRedirects: true})
+		if err != nil {
+			t.Error(err)
+		}
+		loadDone <- res
+	}()
+	for _, step := range []struct{ name, line, want string }{{"deploy", deploy, "second"}, {"rollback", rollback, "first"}} {
+		time.Sleep(3 * time.Second)
+		old := pid
+		script := step.line
+		if !strings.Contains(script, "systemctl reload loremnews") { // the deploy's is a line of its own
+			script += " && systemctl reload loremnews"
+		}
+		if out, err := exec.Command("sh", "-c", local.Replace(script)).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", step.name, err, out)
+		}
+		pid = waitForPID(t, pidFile, old)
+		serving[pid] = true
+		if got := build(); got != step.want {
+			t.Fatalf("after the %s the build %q serves, want %q", step.name, got, step.want)
+		}
+	}
+	if _, err := os.Stat(installed + ".previous"); err != nil {
+		t.Errorf("the deploy kept no previous binary: %v", err)
+	}
+	res := <-loadDone
+	t.Logf("load across the deploy and the rollback: %d requests, %d failed, statuses %v", res.Requests, res.Failures, res.StatusCodes)
+	if res.Failures != 0 || res.Requests == 0 {
+		t.Fatalf("%d of %d requests failed: %v %v", res.Failures, res.Requests, res.StatusCodes, res.Errors)
 	}
 }
