@@ -298,6 +298,49 @@ func TestLitestreamToS3(t *testing.T) {
 	got := mustConsistent(t, restored)
 	t.Logf("Litestream to S3: %d write_heavy requests (%d failed); restore %d from the bucket: %d users, %d posts, %d comments (live %d, %d, %d); acknowledged rows found %d of %d; integrity %s",
 		res.Requests, res.Failures, attempt, got.Users, got.Posts, got.Comments, live.Users, live.Posts, live.Comments, found, expected, got.Integrity)
+
+	// The guide's restore drill, as it is written there, with this test's
+	// paths: it passes twice in a row (each time in a fresh folder), with
+	// an AWS_CA_BUNDLE in the environment that would break the restore,
+	// and does not pass when the restore fails (a bucket that is not
+	// there).
+	drill := guideBlock(t, "## 7. Restore drill")
+	for i, bucket := range []string{"loremnews-backups", "loremnews-backups", "no-such-bucket"} {
+		envFile := filepath.Join(dir, fmt.Sprintf("litestream-%d.env", i))
+		body := strings.Join([]string{"LITESTREAM_BUCKET=" + bucket, "LITESTREAM_REGION=us-east-1", "LITESTREAM_ENDPOINT=" + endpoint,
+			"LITESTREAM_ACCESS_KEY_ID=test", "LITESTREAM_SECRET_ACCESS_KEY=test"}, "\n") + "\n"
+		if err := os.WriteFile(envFile, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		script := strings.NewReplacer("/etc/loremnews/litestream.env", envFile, "/etc/loremnews/litestream.yml", kitFile(t, "litestream.yml"),
+			"/var/lib/loremnews/loremnews.sqlite3", dbPath, "litestream restore", litestream+" restore", "loremnews backup", binary(t)+" backup").Replace(drill)
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = append(os.Environ(), "AWS_CA_BUNDLE="+filepath.Join(dir, "no-such-bundle.pem"))
+		out, _ := cmd.CombinedOutput()
+		passed := strings.Contains(string(out), "restore drill passed")
+		if want := bucket != "no-such-bucket"; passed != want {
+			t.Fatalf("the guide's restore drill from bucket %s: passed %v, want %v:\n%s", bucket, passed, want, out)
+		}
+		if passed && !strings.Contains(string(out), fmt.Sprintf("%d users, %d posts, %d comments; integrity ok", live.Users, live.Posts, live.Comments)) {
+			t.Fatalf("the drill's check does not show the live data (%+v):\n%s", live, out)
+		}
+	}
+}
+
+// guideBlock is the first shell block under heading in docs/deploy.md.
+func guideBlock(t *testing.T, heading string) string {
+	t.Helper()
+	guide, err := os.ReadFile(filepath.Join("..", "..", "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(guide), "\n"+heading+"\n")
+	_, block, ok2 := strings.Cut(after, "```sh\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatalf("docs/deploy.md has no shell block under %q", heading)
+	}
+	return block
 }
 
 // TestKitUnitsAreHardened: systemd rates each unit of the kit at 2.0 or
