@@ -79,8 +79,12 @@ func (r *restarter) noteFailure(err error) {
 		return
 	}
 	path := failedUpgradeFile(r.pidFile)
-	if werr := os.WriteFile(path+".tmp", []byte(err.Error()+"\n"), 0o644); werr == nil {
+	werr := os.WriteFile(path+".tmp", []byte(err.Error()+"\n"), 0o644)
+	if werr == nil {
 		werr = os.Rename(path+".tmp", path)
+	}
+	if werr != nil {
+		r.log.Warn("could not say why beside the PID file; loremnews reload will wait out its timeout", "err", werr)
 	}
 }
 
