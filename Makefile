@@ -25,7 +25,12 @@ SQLITE_CFLAGS := -DSQLITE_DQS=0 -DSQLITE_DEFAULT_MEMSTATUS=0 -DSQLITE_DEFAULT_WA
 # the driver's statement cache does each time it takes a statement back, so
 # those statements were parsed and planned again on every use. Our plans do
 # not depend on the values bound.
-SQLITE_TUNING := -DSQLITE_DEFAULT_PCACHE_INITSZ=512 -DSQLITE_ENABLE_QPSG
+#
+# And the mode of the files SQLite creates (the database, its -wal and
+# -shm): 0660 less the umask instead of 0644, so that under the deployment
+# kit's UMask=0007 another user of the site's group (Litestream's) can take
+# part in SQLite's locking; under the usual umask 0022 they are 0640.
+SQLITE_TUNING := -DSQLITE_DEFAULT_PCACHE_INITSZ=512 -DSQLITE_ENABLE_QPSG -DSQLITE_DEFAULT_FILE_PERMISSIONS=0660
 export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 $(SQLITE_CFLAGS) $(SQLITE_TUNING)
 

@@ -20,8 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loremnews/loremnews/internal/serveproc"
 	"github.com/loremnews/loremnews/internal/testenv"
 	"github.com/loremnews/loremnews/load"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // The deployment kit in deploy/, run as docs/deploy.md runs it, on this
@@ -436,26 +438,7 @@ func TestKitServiceCommandLine(t *testing.T) {
 // running as loremnews, reads the settings itself) and keep the secret key
 // root's alone (systemd reads it for LoadCredential).
 func TestGuideLetsTheServiceReadItsSettings(t *testing.T) {
-	guide, err := os.ReadFile(filepath.Join("..", "..", "docs", "deploy.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// install's -m, -o and -g for each path the guide installs.
-	installed := map[string]map[string]string{}
-	for _, line := range strings.Split(string(guide), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 || f[0] != "install" {
-			continue
-		}
-		flags := map[string]string{}
-		for i := 1; i+1 < len(f); i++ {
-			if strings.HasPrefix(f[i], "-") && f[i] != "-d" {
-				flags[f[i]] = f[i+1]
-				i++
-			}
-		}
-		installed[f[len(f)-1]] = flags
-	}
+	installed, guide := guideInstalls(t)
 	for path, want := range map[string]map[string]string{
 		"/etc/loremnews":           {"-m": "0750", "-o": "root", "-g": "loremnews"},
 		"/etc/loremnews/serve.env": {"-m": "0640", "-o": "root", "-g": "loremnews"},
@@ -471,7 +454,205 @@ func TestGuideLetsTheServiceReadItsSettings(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(string(guide), "chmod 0600 /etc/loremnews/secret-key") {
+	if !strings.Contains(guide, "chmod 0600 /etc/loremnews/secret-key") {
 		t.Error("the guide does not keep the secret key root's alone (chmod 0600)")
+	}
+}
+
+// guideInstalls reads docs/deploy.md: install's -m, -o and -g for each
+// path the guide installs, and the page.
+func guideInstalls(t *testing.T) (installed map[string]map[string]string, guide string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed = map[string]map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "install" {
+			continue
+		}
+		flags := map[string]string{}
+		for i := 1; i+1 < len(f); i++ {
+			if strings.HasPrefix(f[i], "-") && f[i] != "-d" {
+				flags[f[i]] = f[i+1]
+				i++
+			}
+		}
+		installed[f[len(f)-1]] = flags
+	}
+	return installed, string(b)
+}
+
+// TestServiceRunsAsItsUser: the unit's ExecStart and ExecReload, run as
+// an unprivileged user as the unit runs them (here nobody, standing in
+// for loremnews), on the guide's folders with the guide's modes and
+// owners and systemd's umask: the site starts and serves, reads its
+// settings itself, reloads, and makes its database group-writable for
+// the Litestream user. Needs root, to hand the files over.
+func TestServiceRunsAsItsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "needs root, to run the service as another user")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		testenv.Missing(t, "needs setpriv (util-linux)")
+	}
+	const user = 65534 // nobody, in group nogroup: the service's user and group here
+	installed, _ := guideInstalls(t)
+	unit, err := os.ReadFile(kitFile(t, "loremnews.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for d := root; d != filepath.Dir(d) && strings.HasPrefix(d, os.TempDir()+"/"); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755) // the test's own folders: let the user through
+	}
+	etc := filepath.Join(root, "etc", "loremnews")
+	state := filepath.Join(root, "var", "lib", "loremnews")
+	run := filepath.Join(root, "run", "loremnews")
+	creds := filepath.Join(root, "credentials")
+	for _, d := range []string{"etc", "var/lib", "run"} { // as on any system: 0755, root's
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As the guide installs them, its loremnews group being the user's.
+	install := func(path string, mode os.FileMode, guidePath string, body []byte) {
+		t.Helper()
+		flags, ok := installed[guidePath]
+		if !ok {
+			t.Fatalf("the guide does not install %s", guidePath)
+		}
+		var m uint64
+		if _, err := fmt.Sscanf(flags["-m"], "%o", &m); err != nil {
+			t.Fatalf("the guide installs %s with mode %q", guidePath, flags["-m"])
+		}
+		if body == nil {
+			err = os.MkdirAll(path, 0o700)
+		} else {
+			err = os.WriteFile(path, body, 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		gid := 0
+		if flags["-g"] == "loremnews" {
+			gid = user
+		}
+		if err := os.Chown(path, 0, gid); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, os.FileMode(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	install(etc, 0, "/etc/loremnews", nil)
+	settings, err := os.ReadFile(kitFile(t, "serve.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings = []byte(strings.ReplaceAll(string(settings), "/var/lib/loremnews", state))
+	install(filepath.Join(etc, "serve.env"), 0, "/etc/loremnews/serve.env", settings)
+	// What systemd makes: the state folder (StateDirectoryMode), the
+	// runtime folder, and the credential, each the user's.
+	for dir, mode := range map[string]os.FileMode{state: 0o770, run: 0o755, creds: 0o500} {
+		if err := os.MkdirAll(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(dir, mode)
+		os.Chown(dir, user, user)
+	}
+	if err := os.WriteFile(filepath.Join(creds, "secret-key"), []byte(strings.Repeat("k", 64)+"\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(filepath.Join(creds, "secret-key"), user, user)
+
+	// The binary where the guide installs it: 0755, root's.
+	bin := filepath.Join(root, "usr", "local", "bin", "loremnews")
+	b, err := os.ReadFile(binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exec1 := func(key string) string {
+		for _, line := range strings.Split(string(unit), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok && k == key {
+				return strings.NewReplacer("/usr/local/bin/loremnews", bin, "/etc/loremnews", etc, "/run/loremnews", run, "%d", creds).Replace(v)
+			}
+		}
+		t.Fatalf("the unit has no %s", key)
+		return ""
+	}
+	umask := "0007"
+	if m := regexp.MustCompile(`(?m)^UMask=(\d+)$`).FindSubmatch(unit); m != nil {
+		umask = string(m[1])
+	}
+	asUser := func(cmdline string) *exec.Cmd {
+		return exec.Command("setpriv", "--reuid", fmt.Sprint(user), "--regid", fmt.Sprint(user), "--clear-groups",
+			"sh", "-c", "umask "+umask+" && exec "+cmdline)
+	}
+	logPath := filepath.Join(root, "serve.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	// Free ports for this test; everything else is the unit's and the
+	// settings file's.
+	srv := asUser(exec1("ExecStart") + " --addr 127.0.0.1:0 --metrics-addr 127.0.0.1:0")
+	srv.Stdout, srv.Stderr = logFile, logFile
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(run, "serve.pid")
+	t.Cleanup(func() {
+		if pid, err := readPID(pidFile); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		srv.Process.Kill()
+		srv.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("server log:\n%s", lastLines(string(b), 30))
+		}
+	})
+	url := waitForLog(t, logPath, serveproc.ListeningURL)
+	first := waitForPID(t, pidFile, 0)
+	up := func() int {
+		req, _ := http.NewRequest(http.MethodGet, url+"/up", nil)
+		req.Host = "news.example.com" // LOREM_ALLOWED_HOSTS in the settings file
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET /up: %v", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := up(); code != http.StatusOK {
+		t.Fatalf("GET /up as the site's name: %d", code)
+	}
+	if out, err := asUser(exec1("ExecReload")).CombinedOutput(); err != nil {
+		t.Fatalf("ExecReload as the user: %v\n%s", err, out)
+	}
+	if pid := waitForPID(t, pidFile, first); pid == first || up() != http.StatusOK {
+		t.Fatalf("after the reload: PID %d (was %d)", pid, first)
+	}
+	fi, err := os.Stat(filepath.Join(state, "loremnews.sqlite3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// make's SQLite creates files 0660 less the umask; a plain go build's
+	// 0644 (then Litestream's user cannot take part in the locking).
+	if _, opts, err := sqlitedb.Library(); err != nil || !slices.Contains(opts, "DEFAULT_FILE_PERMISSIONS=0660") {
+		t.Skipf("this build's SQLite creates files 0644 (%v, %v): build through make (CGO_CFLAGS) to check the database's mode", opts, err)
+	}
+	if fi.Mode().Perm()&0o060 != 0o060 || fi.Mode().Perm()&0o007 != 0 {
+		t.Errorf("the database is %v: want it the group's to read and write (Litestream's user), no one else's", fi.Mode().Perm())
 	}
 }
