@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -47,23 +48,34 @@ func TestSeedMemoryIsFlat(t *testing.T) {
 		}
 		return high, set.Rows()
 	}
-	smallPeak, smallRows := peak(600)
-	bigPeak, bigRows := peak(6000)
-	t.Logf("peak heap: %d KiB for %d rows, %d KiB for %d rows", smallPeak>>10, smallRows, bigPeak>>10, bigRows)
-	t.Logf("peak anonymous RSS: %d KiB for %d rows, %d KiB for %d rows", rss[0]>>10, smallRows, rss[1]>>10, bigRows)
-	if bigRows < 9*smallRows {
-		t.Fatalf("the large set has %d rows, the small %d: want about ten times as many", bigRows, smallRows)
+	// The process's RSS moves with what else ran in it (the package's
+	// other tests, the race detector's shadow memory): a pair of runs that
+	// grew by chance is measured once more, and a real growth, which
+	// every pair shows, fails.
+	var grew string
+	for attempt := 1; attempt <= 3; attempt++ {
+		rss = rss[:0]
+		smallPeak, smallRows := peak(600)
+		bigPeak, bigRows := peak(6000)
+		t.Logf("attempt %d: peak heap: %d KiB for %d rows, %d KiB for %d rows", attempt, smallPeak>>10, smallRows, bigPeak>>10, bigRows)
+		t.Logf("attempt %d: peak anonymous RSS: %d KiB for %d rows, %d KiB for %d rows", attempt, rss[0]>>10, smallRows, rss[1]>>10, bigRows)
+		if bigRows < 9*smallRows {
+			t.Fatalf("the large set has %d rows, the small %d: want about ten times as many", bigRows, smallRows)
+		}
+		const slack = 8 << 20
+		switch {
+		case bigPeak > smallPeak+slack:
+			grew = fmt.Sprintf("peak heap %d KiB for %d rows, %d KiB for %d rows: memory grows with the set", bigPeak>>10, bigRows, smallPeak>>10, smallRows)
+		// SQLite's memory is outside the Go heap: the process's peak
+		// anonymous RSS must not grow either (14 MiB of slack; holding
+		// the large set's posts pages would add about 30 MiB).
+		case rss[1] > rss[0]+14<<20:
+			grew = fmt.Sprintf("peak anonymous RSS %d KiB for %d rows, %d KiB for %d rows: memory grows with the set", rss[1]>>10, bigRows, rss[0]>>10, smallRows)
+		default:
+			return
+		}
 	}
-	const slack = 8 << 20
-	if bigPeak > smallPeak+slack {
-		t.Fatalf("peak heap %d KiB for %d rows, %d KiB for %d rows: memory grows with the set", bigPeak>>10, bigRows, smallPeak>>10, smallRows)
-	}
-	// SQLite's memory is outside the Go heap: the process's peak anonymous RSS must
-	// not grow either (14 MiB of slack; holding the large set's posts
-	// pages would add about 30 MiB).
-	if rss[1] > rss[0]+14<<20 {
-		t.Fatalf("peak anonymous RSS %d KiB for %d rows, %d KiB for %d rows: memory grows with the set", rss[1]>>10, bigRows, rss[0]>>10, smallRows)
-	}
+	t.Fatalf("in every attempt; the last: %s", grew)
 }
 
 // sampleHeap samples the heap's object bytes (live and not yet swept)
