@@ -656,3 +656,105 @@ func TestServiceRunsAsItsUser(t *testing.T) {
 		t.Errorf("the database is %v: want it the group's to read and write (Litestream's user), no one else's", fi.Mode().Perm())
 	}
 }
+
+// TestLitestreamAsItsOwnUser: the kit's split of users, with real
+// processes: the site as one unprivileged user, Litestream as another of
+// the site's group, both with the units' umask, on a folder the site's
+// user owns with the unit's mode. Litestream takes part in the locking and
+// replicates (no permission error), and a restore holds the live data.
+// Needs root, to run them as those users.
+func TestLitestreamAsItsOwnUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "needs root, to run the site and Litestream as other users")
+	}
+	litestream, _ := filepath.Abs(filepath.Join("..", "..", "bin", "tools", "litestream"))
+	moto, _ := filepath.Abs(filepath.Join("..", "..", "bin", "tools", "moto", "bin", "moto_server"))
+	for _, tool := range []string{litestream, moto} {
+		if _, err := os.Stat(tool); err != nil {
+			testenv.Missing(t, "needs %s: run scripts/install-test-deps (make test does)", filepath.Base(tool))
+		}
+	}
+	const site, replicator, group = 65534, 65533, 65534 // nobody, a user of nobody's group, nogroup
+	root := t.TempDir()
+	for d := root; d != filepath.Dir(d) && strings.HasPrefix(d, os.TempDir()+"/"); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	// Each program where the other users may run it, as /usr/local/bin.
+	bin := filepath.Join(root, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{binary(t), litestream} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bin, filepath.Base(src)), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The state folder as StateDirectory= makes it; the site creates its
+	// database there, as on a new server.
+	state := filepath.Join(root, "state")
+	dbPath := filepath.Join(state, "loremnews.sqlite3")
+	if err := os.Mkdir(state, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(state, 0o770)
+	os.Chown(state, site, site)
+
+	port := freePort(t)
+	endpoint := "http://127.0.0.1:" + port
+	startTool(t, nil, moto, "-H", "127.0.0.1", "-p", port)
+	waitHTTP(t, endpoint)
+	req, _ := http.NewRequest(http.MethodPut, endpoint+"/loremnews-backups", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	as := func(uid int, cmdline string) []string {
+		return []string{"--reuid", fmt.Sprint(uid), "--regid", fmt.Sprint(group), "--clear-groups", "sh", "-c", "umask 0007 && exec " + cmdline}
+	}
+	siteLog := startTool(t, nil, "setpriv", as(site, filepath.Join(bin, "loremnews")+" serve --addr 127.0.0.1:0 --metrics=false --benchmarking --seed-if-empty --users 20 --posts 60 --db "+dbPath)...)
+	var url string
+	testenv.WaitFor(t, 30*time.Second, "the site to listen", func() bool {
+		var ok bool
+		url, ok = serveproc.ListeningURL(siteLog.String())
+		return ok
+	})
+	env := []string{"HOME=" + root, "LOREM_DB=" + dbPath, "LITESTREAM_BUCKET=loremnews-backups", "LITESTREAM_REGION=us-east-1",
+		"LITESTREAM_ENDPOINT=" + endpoint, "LITESTREAM_ACCESS_KEY_ID=test", "LITESTREAM_SECRET_ACCESS_KEY=test", "AWS_CA_BUNDLE="}
+	config := filepath.Join(root, "litestream.yml")
+	b, err := os.ReadFile(kitFile(t, "litestream.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(config, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lsLog := startTool(t, env, "setpriv", as(replicator, filepath.Join(bin, "litestream")+" replicate -config "+config)...)
+
+	res, err := load.Run(context.Background(), load.Config{URL: url + "/benchmarking/write_heavy", Method: http.MethodPost,
+		Concurrency: 8, Duration: 3 * time.Second, DisableRedirects: true})
+	if err != nil || res.Failures != 0 {
+		t.Fatalf("load: %v %v %v", err, res.StatusCodes, res.Errors)
+	}
+	live := mustConsistent(t, dbPath)
+	restored, attempts, lastTry := restoreUntilLive(t, root, live, "the replica of Litestream's own user", func(path string) ([]byte, error) {
+		cmd := exec.Command(litestream, "restore", "-config", config, "-o", path, dbPath)
+		cmd.Env = append(os.Environ(), env...)
+		return cmd.CombinedOutput()
+	})
+	if out := lsLog.String(); strings.Contains(out, "permission denied") || strings.Contains(out, "readonly") {
+		t.Errorf("Litestream as its own user met a permission error:\n%s", lastLines(out, 20))
+	}
+	if t.Failed() {
+		t.Logf("last restore: %s\nlitestream:\n%s", lastTry, lastLines(lsLog.String(), 20))
+		return
+	}
+	got := mustConsistent(t, restored)
+	t.Logf("site as uid %d, Litestream as uid %d (group %d): %d write_heavy requests; restore %d holds %d users, %d posts, %d comments (live %d, %d, %d)",
+		site, replicator, group, res.Requests, attempts, got.Users, got.Posts, got.Comments, live.Users, live.Posts, live.Comments)
+}
