@@ -238,34 +238,8 @@ func TestBehindCaddy(t *testing.T) {
 // from the bucket holds every write the site acknowledged, and passes the
 // integrity check, the foreign keys and the counter caches.
 func TestLitestreamToS3(t *testing.T) {
-	litestream, err := filepath.Abs(filepath.Join("..", "..", "bin", "tools", "litestream"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	moto, err := filepath.Abs(filepath.Join("..", "..", "bin", "tools", "moto", "bin", "moto_server"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tool := range []string{litestream, moto} {
-		if _, err := os.Stat(tool); err != nil {
-			testenv.Missing(t, "needs %s: run scripts/install-test-deps (make test does)", filepath.Base(tool))
-		}
-	}
+	litestream, endpoint := startS3(t)
 	dir := t.TempDir()
-	port := freePort(t)
-	endpoint := "http://127.0.0.1:" + port
-	startTool(t, nil, moto, "-H", "127.0.0.1", "-p", port)
-	waitHTTP(t, endpoint)
-	// An S3 emulator takes any credentials; make the bucket.
-	req, _ := http.NewRequest(http.MethodPut, endpoint+"/loremnews-backups", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("create the bucket: %d", resp.StatusCode)
-	}
 
 	dbPath := filepath.Join(dir, "live.sqlite3")
 	seedFile(t, dbPath, "--users", "30", "--posts", "100")
@@ -667,13 +641,7 @@ func TestLitestreamAsItsOwnUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testenv.Missing(t, "needs root, to run the site and Litestream as other users")
 	}
-	litestream, _ := filepath.Abs(filepath.Join("..", "..", "bin", "tools", "litestream"))
-	moto, _ := filepath.Abs(filepath.Join("..", "..", "bin", "tools", "moto", "bin", "moto_server"))
-	for _, tool := range []string{litestream, moto} {
-		if _, err := os.Stat(tool); err != nil {
-			testenv.Missing(t, "needs %s: run scripts/install-test-deps (make test does)", filepath.Base(tool))
-		}
-	}
+	litestream, endpoint := startS3(t)
 	const site, replicator, group = 65534, 65533, 65534 // nobody, a user of nobody's group, nogroup
 	root := t.TempDir()
 	for d := root; d != filepath.Dir(d) && strings.HasPrefix(d, os.TempDir()+"/"); d = filepath.Dir(d) {
@@ -702,17 +670,6 @@ func TestLitestreamAsItsOwnUser(t *testing.T) {
 	}
 	os.Chmod(state, 0o770)
 	os.Chown(state, site, site)
-
-	port := freePort(t)
-	endpoint := "http://127.0.0.1:" + port
-	startTool(t, nil, moto, "-H", "127.0.0.1", "-p", port)
-	waitHTTP(t, endpoint)
-	req, _ := http.NewRequest(http.MethodPut, endpoint+"/loremnews-backups", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
 
 	as := func(uid int, cmdline string) []string {
 		return []string{"--reuid", fmt.Sprint(uid), "--regid", fmt.Sprint(group), "--clear-groups", "sh", "-c", "umask 0007 && exec " + cmdline}
@@ -757,4 +714,34 @@ func TestLitestreamAsItsOwnUser(t *testing.T) {
 	got := mustConsistent(t, restored)
 	t.Logf("site as uid %d, Litestream as uid %d (group %d): %d write_heavy requests; restore %d holds %d users, %d posts, %d comments (live %d, %d, %d)",
 		site, replicator, group, res.Requests, attempts, got.Users, got.Posts, got.Comments, live.Users, live.Posts, live.Comments)
+}
+
+// startS3 starts moto's S3 server on a free loopback port with the bucket
+// loremnews-backups made, for the rest of the test, and returns the
+// Litestream to replicate with and the endpoint. Both tools come from
+// scripts/install-test-deps.
+func startS3(t *testing.T) (litestream, endpoint string) {
+	t.Helper()
+	litestream, _ = filepath.Abs(filepath.Join("..", "..", "bin", "tools", "litestream"))
+	moto, _ := filepath.Abs(filepath.Join("..", "..", "bin", "tools", "moto", "bin", "moto_server"))
+	for _, tool := range []string{litestream, moto} {
+		if _, err := os.Stat(tool); err != nil {
+			testenv.Missing(t, "needs %s: run scripts/install-test-deps (make test does)", filepath.Base(tool))
+		}
+	}
+	port := freePort(t)
+	endpoint = "http://127.0.0.1:" + port
+	startTool(t, nil, moto, "-H", "127.0.0.1", "-p", port)
+	waitHTTP(t, endpoint)
+	// An S3 emulator takes any credentials; make the bucket.
+	req, _ := http.NewRequest(http.MethodPut, endpoint+"/loremnews-backups", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("create the bucket: %d", resp.StatusCode)
+	}
+	return litestream, endpoint
 }

@@ -43,35 +43,13 @@ func TestRestartDropsNoRequest(t *testing.T) {
 
 	pidFile := filepath.Join(dir, "serve.pid")
 	logPath := filepath.Join(dir, "serve.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	// Output to a file, not a pipe: the processes started by SIGHUP
-	// inherit it and outlive the first, whose Wait would otherwise wait
-	// for them to close the pipe.
 	cmd := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--db", db, "--benchmarking",
 		"--pid-file", pidFile, "--log-level", "info", "--shutdown-timeout", "10s")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// As systemd would (Type=notify): each process that becomes ready
 	// must say so, with its PID.
 	notified := listenNotify(t, filepath.Join(dir, "notify"))
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+filepath.Join(dir, "notify"))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go cmd.Wait()
-	serving := map[int]bool{cmd.Process.Pid: true} // every process that served, to stop them all in the end
-	t.Cleanup(func() {
-		for pid := range serving {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("server log:\n%s", lastLines(string(b), 60))
-		}
-	})
+	serving := startReloadable(t, cmd, logPath)
 	url := waitForLog(t, logPath, serveproc.ListeningURL)
 	pid := waitForPID(t, pidFile, 0)
 	if pid != cmd.Process.Pid {
@@ -493,33 +471,14 @@ func TestDeployAndRollBack(t *testing.T) {
 		"systemctl reload loremnews", installed+" reload --pid-file "+pidFile)
 	db := filepath.Join(dir, "deploy.sqlite3")
 	seedFile(t, db, "--users", "20", "--posts", "100")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
 	probe, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	metricsAddr := probe.Addr().String()
 	probe.Close()
-	cmd := exec.Command(installed, "serve", "--addr", "127.0.0.1:0", "--db", db, "--benchmarking", "--pid-file", pidFile, "--metrics-addr", metricsAddr)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go cmd.Wait()
-	serving := map[int]bool{cmd.Process.Pid: true}
-	t.Cleanup(func() {
-		for pid := range serving {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("server log:\n%s", lastLines(string(b), 40))
-		}
-	})
+	serving := startReloadable(t, exec.Command(installed, "serve", "--addr", "127.0.0.1:0", "--db", db, "--benchmarking",
+		"--pid-file", pidFile, "--metrics-addr", metricsAddr), logPath)
 	url := waitForLog(t, logPath, serveproc.ListeningURL)
 	pid := waitForPID(t, pidFile, 0)
 	build := func() string {
@@ -572,4 +531,35 @@ func TestDeployAndRollBack(t *testing.T) {
 	if res.Failures != 0 || res.Requests == 0 {
 		t.Fatalf("%d of %d requests failed: %v %v", res.Failures, res.Requests, res.StatusCodes, res.Errors)
 	}
+}
+
+// startReloadable starts a serve command whose reloads the test drives,
+// its output in the file at logPath: a file, not a pipe, because the
+// processes a reload starts inherit it and outlive the first, whose Wait
+// would otherwise wait for them to close the pipe. It returns the set of
+// processes that served, to which the test adds each reload's; all are
+// killed when the test ends, and the log's end shown if it failed.
+func startReloadable(t *testing.T, cmd *exec.Cmd, logPath string) (serving map[int]bool) {
+	t.Helper()
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logFile.Close() })
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	serving = map[int]bool{cmd.Process.Pid: true}
+	t.Cleanup(func() {
+		for pid := range serving {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("server log:\n%s", lastLines(string(b), 60))
+		}
+	})
+	return serving
 }
