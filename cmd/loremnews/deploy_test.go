@@ -569,7 +569,7 @@ func TestServiceRunsAsItsUser(t *testing.T) {
 	}
 	asUser := func(cmdline string) *exec.Cmd {
 		return exec.Command("setpriv", "--reuid", fmt.Sprint(user), "--regid", fmt.Sprint(user), "--clear-groups",
-			"sh", "-c", "umask "+umask+" && exec "+cmdline)
+			"sh", "-c", "cd / && umask "+umask+" && exec "+cmdline) // systemd starts a service in /, with its UMask=
 	}
 	logPath := filepath.Join(root, "serve.log")
 	logFile, err := os.Create(logPath)
@@ -672,7 +672,7 @@ func TestLitestreamAsItsOwnUser(t *testing.T) {
 	os.Chown(state, site, site)
 
 	as := func(uid int, cmdline string) []string {
-		return []string{"--reuid", fmt.Sprint(uid), "--regid", fmt.Sprint(group), "--clear-groups", "sh", "-c", "umask 0007 && exec " + cmdline}
+		return []string{"--reuid", fmt.Sprint(uid), "--regid", fmt.Sprint(group), "--clear-groups", "sh", "-c", "cd / && umask 0007 && exec " + cmdline}
 	}
 	siteLog := startTool(t, nil, "setpriv", as(site, filepath.Join(bin, "loremnews")+" serve --addr 127.0.0.1:0 --metrics=false --benchmarking --seed-if-empty --users 20 --posts 60 --db "+dbPath)...)
 	var url string
