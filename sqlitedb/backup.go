@@ -145,9 +145,10 @@ func (db *DB) copyTo(ctx context.Context, tmp string, o BackupOptions) error {
 		if err := src.queryInt(`SELECT journal_mode = 'wal' FROM pragma_journal_mode`, &wal); err != nil {
 			return fmt.Errorf("read the journal mode: %w", err)
 		}
+		// A read of the schema takes the snapshot every step copies.
 		var n int64
 		if err := src.queryInt(`SELECT count(*) FROM sqlite_schema`, &n); err != nil {
-			return fmt.Errorf("begin the read transaction: %w", err)
+			return fmt.Errorf("take the snapshot: %w", err)
 		}
 		pages := o.PagesPerStep
 		if wal == 0 {
