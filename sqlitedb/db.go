@@ -36,6 +36,7 @@ type DB struct {
 	readers chan struct{} // one slot per read connection, taken in arrival order
 
 	writer       *writer
+	queue        *processQueue // nil: writers poll for SQLite's lock
 	checkpointer *checkpointer
 	stopped      *failStop // set once a sync of the database file failed
 
@@ -59,6 +60,20 @@ type DB struct {
 // nothing will change, on read-only media) opens the database read-only:
 // reads only, with no writer, no checkpointer and no Setup; Write and
 // Coalesce return ErrReadOnly, and the file's journal mode stays as it is.
+//
+// The writers of every process that opens the file with this package take
+// turns in arrival order, through a small file beside it (app.db-queue
+// beside app.db, with the database file's permissions): a process waits
+// for the turn asleep, is woken when it comes, and never overtakes one
+// that asked before it, while SQLite's write lock stays the only thing
+// correctness rests on (a program without the queue, such as the sqlite3
+// shell, writes beside it as before). A process killed holding the turn
+// holds the others up for at most a few milliseconds. _writers=poll turns
+// the queue off: the writers of several processes then poll for SQLite's
+// lock every millisecond, in no order. Where the queue cannot be set up
+// (not Linux, a file system without the locks it needs), writers poll,
+// and Stats().Writer.Queue says why.
+//
 // The package sets _txlock, _busy_timeout and _timeout itself and refuses
 // them; other parameters go to github.com/mattn/go-sqlite3, which hands the
 // URI to SQLite. In-memory databases are refused: every connection of a
@@ -129,8 +144,19 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 		// one, a descriptor it does not recognise): reads then use pread.
 		slog.Warn("sqlitedb: the memory map was asked for but the database file is not mapped; reads use pread", "path", d.path)
 	}
+	queueState := "off: _writers=poll"
+	if !d.pollWriters {
+		q, err := openProcessQueue(d.path)
+		if err != nil {
+			queueState = "off: " + err.Error()
+			slog.Warn("sqlitedb: the writers of several processes will poll for the lock", "path", d.path, "err", err)
+		} else {
+			db.queue, queueState = q, "on"
+		}
+	}
 	db.writer = newWriter(writerConfig{pool: db.writeDB, timeout: o.Timeout, owner: db,
-		onWait: o.OnWriteWait, committed: db.checkpointer.committed, busyRetries: &db.busyRetries})
+		onWait: o.OnWriteWait, committed: db.checkpointer.committed, busyRetries: &db.busyRetries,
+		queue: db.queue, queueState: queueState})
 	return db, nil
 }
 
@@ -242,6 +268,9 @@ func (db *DB) Close() error {
 		defer cancel()
 		var errs []error
 		db.writer.close() // runs what is queued, then stops
+		if db.queue != nil {
+			db.queue.close()
+		}
 		// Stopped next: the TRUNCATE below must not meet it.
 		errs = append(errs, db.checkpointer.close())
 		if err := db.optimize(ctx); err != nil {

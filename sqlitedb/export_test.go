@@ -2,7 +2,9 @@ package sqlitedb
 
 import (
 	"database/sql"
+	"encoding/binary"
 	"net/url"
+	"os"
 	"time"
 )
 
@@ -30,3 +32,13 @@ func (db *DB) SetWALFinishFramesForTest(n int64) { db.checkpointer.finishFrames.
 // Pragmas are the pragmas every connection runs, in order (the read
 // connections add query_only).
 func (db *DB) Pragmas() []Pragma { return append([]Pragma{}, db.pragmas...) }
+
+// QueueTicketsForTest is how many tickets the process queue of the
+// database at path has handed out (0 if it has none).
+func QueueTicketsForTest(path string) int64 {
+	b, err := os.ReadFile(path + queueSuffix)
+	if err != nil || len(b) < queueNextAt+8 {
+		return 0
+	}
+	return int64(binary.LittleEndian.Uint64(b[queueNextAt:])) - 1
+}

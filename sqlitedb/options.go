@@ -69,8 +69,9 @@ type Options struct {
 	Setup func(ctx context.Context, conn *sql.Conn) error
 
 	// OnWriteWait, if set, is told how long each write waited from asking
-	// to write until the writer took it. It runs on the writer's
-	// goroutine, so it must be quick.
+	// to write until its transaction began: its turn in this process, its
+	// process's turn among those writing the file, SQLite's lock. It runs
+	// on the writer's goroutine, so it must be quick.
 	OnWriteWait func(time.Duration)
 }
 
@@ -154,6 +155,8 @@ type dsn struct {
 	pragmas []Pragma   // _pragma=name(value)
 	// readOnly: mode=ro or immutable=1 (see Open).
 	readOnly bool
+	// pollWriters: _writers=poll, no queue across processes (see Open).
+	pollWriters bool
 }
 
 // parseDSN splits a path or file: URI into the file path, the parameters
@@ -201,6 +204,14 @@ func parseDSN(s string) (dsn, error) {
 	if params.Get("immutable") == "1" {
 		d.readOnly = true
 	}
+	switch w := params.Get("_writers"); w {
+	case "", "queue":
+	case "poll":
+		d.pollWriters = true
+	default:
+		return dsn{}, fmt.Errorf("sqlitedb: _writers=%s: want queue (the writers of all processes take turns in arrival order, the default) or poll", w)
+	}
+	params.Del("_writers")
 	return d, nil
 }
 

@@ -83,6 +83,14 @@ type writer struct {
 		conn  *sql.Conn
 		batch []*pendingWrite
 	}
+	// turn is this process's turn among the processes writing the file,
+	// while it holds one: its ticket, and how many more transactions it
+	// may run in it. Writer goroutine only.
+	turn struct {
+		held   bool
+		ticket int64
+		left   int
+	}
 
 	mu    sync.Mutex
 	stats WriterStats
@@ -96,6 +104,10 @@ type writerConfig struct {
 	onWait      func(time.Duration) // Options.OnWriteWait, or nil
 	committed   func()              // after each commit, the connection back in the pool
 	busyRetries *atomic.Int64       // BEGINs retried while another process held the lock
+	// queue hands out the turns among the processes writing the file; nil:
+	// the writer polls for SQLite's lock alone (queueState says why).
+	queue      *processQueue
+	queueState string
 }
 
 // maxCoalesced bounds the coalesced writes committed together.
@@ -124,6 +136,7 @@ type pendingWrite struct {
 	state    atomic.Int32
 	done     chan error // buffered: the writer never blocks on it
 	answered bool       // writer goroutine only
+	begun    bool       // its wait was counted: writer goroutine only
 }
 
 // answer gives w's caller its result, once.
@@ -221,8 +234,12 @@ func (wr *writer) run() {
 			wr.runCoalesced(w)
 		case <-wr.stop:
 			wr.drain()
+			wr.endTurn()
 			returned = true
 			return
+		}
+		if wr.turn.held && (wr.turn.left <= 0 || len(wr.queue)+len(wr.coalesced) == 0) {
+			wr.endTurn()
 		}
 	}
 }
@@ -269,12 +286,30 @@ gather:
 		if !w.state.CompareAndSwap(writeQueued, writeRunning) {
 			continue
 		}
+		wr.count(func(s *WriterStats) { s.Turns++ })
+		live = append(live, w)
+	}
+	return live
+}
+
+// begun counts, for each write of batch whose transaction has just begun
+// for the first time, how long it waited since Write, and tells the wait
+// hook; it returns the writes to run, without those whose hook panicked
+// (they are answered with the panic).
+func (wr *writer) begun(batch []*pendingWrite) []*pendingWrite {
+	live := batch[:0]
+	for _, w := range batch {
+		if w.begun {
+			live = append(live, w)
+			continue
+		}
+		w.begun = true
 		waited := time.Since(w.queued)
+		wr.count(func(s *WriterStats) { s.Waited += waited; s.MaxWait = max(s.MaxWait, waited) })
 		if p := wr.observeWait(waited); p != nil {
 			w.answer(p)
 			continue
 		}
-		wr.count(func(s *WriterStats) { s.Turns++; s.Waited += waited })
 		live = append(live, w)
 	}
 	return live
@@ -317,6 +352,17 @@ func (wr *writer) transact(batch []*pendingWrite, kind batchKind, lostBefore boo
 			w.answer(err)
 		}
 	}
+	var leave <-chan struct{}
+	if kind == ownTxn {
+		leave = batch[0].ctx.Done()
+	}
+	if err := wr.takeTurn(leave); err != nil {
+		if errors.Is(err, errTurnGivenUp) {
+			err = fmt.Errorf("left while waiting for the write turn among processes: %w", batch[0].ctx.Err())
+		}
+		failAll(err)
+		return nil, false
+	}
 	if err := wr.voidPending(); err != nil {
 		failAll(err)
 		return nil, false
@@ -324,6 +370,10 @@ func (wr *writer) transact(batch []*pendingWrite, kind batchKind, lostBefore boo
 	conn, txn, err := wr.begin()
 	if err != nil {
 		failAll(err)
+		return nil, false
+	}
+	if batch = wr.begun(batch); len(batch) == 0 {
+		wr.rollback(conn)
 		return nil, false
 	}
 	wr.cur.conn, wr.cur.batch = conn, batch
@@ -448,6 +498,61 @@ func (wr *writer) afterGoexit(w *pendingWrite) {
 		}
 	}
 	w.answer(errGoexit)
+}
+
+// takeTurn waits for this process's turn to write among the processes
+// using the package on the file, if they queue (see processQueue), up to
+// the timeout or until leave is closed. A turn, once come, is kept for the
+// transactions of the writes that were waiting in this process when it
+// came (run ends it when they are done, or none is left): each process is
+// served in the order it asked, and the turn changes hands once per round
+// instead of once per transaction, which costs a wake-up of another
+// process each time. The queue only orders the processes: if it fails (a
+// lock the kernel refuses), the write goes on without a turn, polling for
+// SQLite's lock as it would without a queue, and QueueErrors counts it.
+func (wr *writer) takeTurn(leave <-chan struct{}) error {
+	q := wr.cfg.queue
+	if q == nil {
+		return nil
+	}
+	if wr.turn.held {
+		wr.turn.left--
+		return nil
+	}
+	t, err := q.take()
+	if err != nil {
+		wr.count(func(s *WriterStats) { s.QueueErrors++ })
+		return nil
+	}
+	start := time.Now()
+	waited, err := q.wait(t, start.Add(wr.cfg.timeout), leave)
+	if waited {
+		d := time.Since(start)
+		wr.count(func(s *WriterStats) { s.TurnWaits++; s.TurnWaited += d; s.MaxTurnWait = max(s.MaxTurnWait, d) })
+	}
+	switch {
+	case err == nil:
+		wr.turn.held, wr.turn.ticket, wr.turn.left = true, t, len(wr.queue)+len(wr.coalesced)
+		return nil
+	case errors.Is(err, errTurnNotYet):
+		q.release(t)
+		return fmt.Errorf("waited %v for the write turn among the processes on the file: %w", wr.cfg.timeout, ErrTimeout)
+	case errors.Is(err, errTurnGivenUp):
+		q.release(t)
+		return err
+	default:
+		q.release(t)
+		wr.count(func(s *WriterStats) { s.QueueErrors++ })
+		return nil
+	}
+}
+
+// endTurn gives this process's turn up, if it holds one.
+func (wr *writer) endTurn() {
+	if wr.turn.held {
+		wr.cfg.queue.release(wr.turn.ticket)
+		wr.turn.held = false
+	}
 }
 
 // begin takes the write connection and starts a write transaction on it,
@@ -668,6 +773,7 @@ func (wr *writer) snapshot() WriterStats {
 	defer wr.mu.Unlock()
 	s := wr.stats
 	s.Depth = len(wr.queue) + len(wr.coalesced)
+	s.Queue = wr.cfg.queueState
 	return s
 }
 
@@ -679,9 +785,24 @@ type WriterStats struct {
 	Abandoned int64 // writes whose caller left before their turn (they never ran)
 	Commits   int64 // transactions committed
 	// Waited is the total time the writes run waited for their turn, from
-	// Write (or Coalesce) to the writer taking them: Waited/Turns is the
-	// mean wait.
-	Waited time.Duration
+	// Write (or Coalesce) to their transaction's BEGIN succeeding: the
+	// turn in this process, the turn among processes, SQLite's lock.
+	// Waited/Turns is the mean wait, MaxWait the longest.
+	Waited  time.Duration
+	MaxWait time.Duration
+
+	// Queue says whether the writers of all processes using the package
+	// on the file take turns in arrival order ("on"; see Open), or why
+	// this one polls for SQLite's lock instead ("off: …").
+	Queue string
+	// TurnWaits counts transactions that waited for another process's
+	// turn to end; TurnWaited is their total wait, MaxTurnWait the
+	// longest. QueueErrors counts transactions that went on without a
+	// turn because the queue's file locks failed.
+	TurnWaits   int64
+	TurnWaited  time.Duration
+	MaxTurnWait time.Duration
+	QueueErrors int64
 }
 
 // insideWrite is the key of the value the writer puts in a write's

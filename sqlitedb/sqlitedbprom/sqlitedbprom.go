@@ -8,24 +8,30 @@
 //
 // The metrics, each named namespace_sqlite_…:
 //
-//	writer_queue_depth               gauge    writes waiting for the writer now
-//	writer_queue_max_depth           gauge    most writes ever waiting at once
-//	writer_turns_total               counter  writes run (ordinary and coalesced)
-//	writer_abandoned_total           counter  writes whose caller left before their turn
-//	writer_commits_total             counter  transactions the writer committed
-//	writer_wait_seconds_total        counter  time the writes run waited for their turn
-//	busy_retries_total               counter  BEGINs retried because another connection held the lock
-//	busy_errors_total                counter  reads and writes that failed with ErrBusy
-//	checkpoints_total{kind}          counter  WAL checkpoints: background, inline, restart, truncate
-//	checkpoint_errors_total          counter  checkpoints that failed (tried again later)
-//	checkpoints_stopped              gauge    1 once a failed sync of the database file stopped every checkpoint
-//	mapped{file}                     gauge    1 if the file (database, wal) is read from a memory map
-//	pool_open_connections{pool}      gauge    open connections: read, write
-//	pool_in_use_connections{pool}    gauge    connections in use
-//	pool_waits_total{pool}           counter  times a caller waited for a connection
-//	pool_wait_seconds_total{pool}    counter  time spent waiting for a connection
-//	read_waits_total                 counter  reads that found every read connection taken
-//	read_wait_seconds_total          counter  time those reads waited, in arrival order
+//	writer_queue_depth                      gauge    writes waiting for the writer now
+//	writer_queue_max_depth                  gauge    most writes ever waiting at once
+//	writer_turns_total                      counter  writes run (ordinary and coalesced)
+//	writer_abandoned_total                  counter  writes whose caller left before their turn
+//	writer_commits_total                    counter  transactions the writer committed
+//	writer_wait_seconds_total               counter  time the writes run waited for their turn
+//	writer_wait_max_seconds                 gauge    the longest wait of a write, from Write to its BEGIN
+//	writer_process_queue                    gauge    1 if the writers of all processes on the file take turns
+//	writer_process_turn_waits_total         counter  transactions that waited for another process's turn
+//	writer_process_turn_wait_seconds_total  counter  time they waited
+//	writer_process_turn_wait_max_seconds    gauge    the longest of those waits
+//	writer_process_queue_errors_total       counter  transactions run without a turn (the queue's locks failed)
+//	busy_retries_total                      counter  BEGINs retried because another connection held the lock
+//	busy_errors_total                       counter  reads and writes that failed with ErrBusy
+//	checkpoints_total{kind}                 counter  WAL checkpoints: background, inline, restart, truncate
+//	checkpoint_errors_total                 counter  checkpoints that failed (tried again later)
+//	checkpoints_stopped                     gauge    1 once a failed sync of the database file stopped every checkpoint
+//	mapped{file}                            gauge    1 if the file (database, wal) is read from a memory map
+//	pool_open_connections{pool}             gauge    open connections: read, write
+//	pool_in_use_connections{pool}           gauge    connections in use
+//	pool_waits_total{pool}                  counter  times a caller waited for a connection
+//	pool_wait_seconds_total{pool}           counter  time spent waiting for a connection
+//	read_waits_total                        counter  reads that found every read connection taken
+//	read_wait_seconds_total                 counter  time those reads waited, in arrival order
 package sqlitedbprom
 
 import (
@@ -39,12 +45,14 @@ import (
 type collector struct {
 	db *sqlitedb.DB
 
-	queueDepth, queueMaxDepth, turns, abandoned, commits *prometheus.Desc
-	busyRetries, busyErrors                              *prometheus.Desc
-	checkpoints, checkpointErrors, checkpointsStopped    *prometheus.Desc
-	mapped                                               *prometheus.Desc
-	poolOpen, poolInUse, poolWaits, poolWaitSeconds      *prometheus.Desc
-	readWaits, readWaitSeconds, writeWaitSeconds         *prometheus.Desc
+	queueDepth, queueMaxDepth, turns, abandoned, commits   *prometheus.Desc
+	busyRetries, busyErrors                                *prometheus.Desc
+	checkpoints, checkpointErrors, checkpointsStopped      *prometheus.Desc
+	mapped                                                 *prometheus.Desc
+	poolOpen, poolInUse, poolWaits, poolWaitSeconds        *prometheus.Desc
+	readWaits, readWaitSeconds, writeWaitSeconds           *prometheus.Desc
+	writeWaitMax, processQueue, turnWaits, turnWaitSeconds *prometheus.Desc
+	turnWaitMax, queueErrors                               *prometheus.Desc
 }
 
 // NewCollector returns a collector of db's Stats, with metric names
@@ -76,6 +84,12 @@ func NewCollector(db *sqlitedb.DB, namespace string) prometheus.Collector {
 		readWaits:          desc("read_waits_total", "Reads that found every read connection taken and waited for one, in arrival order."),
 		readWaitSeconds:    desc("read_wait_seconds_total", "Time reads spent waiting for a read connection."),
 		writeWaitSeconds:   desc("writer_wait_seconds_total", "Time the writes run spent waiting for their turn (divide by writer_turns_total for the mean)."),
+		writeWaitMax:       desc("writer_wait_max_seconds", "The longest wait of a write, from asking to write until its BEGIN succeeded."),
+		processQueue:       desc("writer_process_queue", "1 if the writers of all processes using the file take turns in arrival order; 0 if they poll for SQLite's lock."),
+		turnWaits:          desc("writer_process_turn_waits_total", "Transactions that waited for another process's turn to write."),
+		turnWaitSeconds:    desc("writer_process_turn_wait_seconds_total", "Time transactions waited for another process's turn."),
+		turnWaitMax:        desc("writer_process_turn_wait_max_seconds", "The longest wait for another process's turn."),
+		queueErrors:        desc("writer_process_queue_errors_total", "Transactions run without a turn because the queue's file locks failed."),
 	}
 }
 
@@ -85,6 +99,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.busyRetries, c.busyErrors, c.checkpoints, c.checkpointErrors, c.checkpointsStopped, c.mapped,
 		c.poolOpen, c.poolInUse, c.poolWaits, c.poolWaitSeconds,
 		c.readWaits, c.readWaitSeconds, c.writeWaitSeconds,
+		c.writeWaitMax, c.processQueue, c.turnWaits, c.turnWaitSeconds, c.turnWaitMax, c.queueErrors,
 	} {
 		ch <- d
 	}
@@ -106,6 +121,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.abandoned, float64(w.Abandoned))
 	counter(c.commits, float64(w.Commits))
 	counter(c.writeWaitSeconds, w.Waited.Seconds())
+	gauge(c.writeWaitMax, w.MaxWait.Seconds())
+	gauge(c.processQueue, bit(w.Queue == "on"))
+	counter(c.turnWaits, float64(w.TurnWaits))
+	counter(c.turnWaitSeconds, w.TurnWaited.Seconds())
+	gauge(c.turnWaitMax, w.MaxTurnWait.Seconds())
+	counter(c.queueErrors, float64(w.QueueErrors))
 	counter(c.busyRetries, float64(s.BusyRetries))
 	counter(c.busyErrors, float64(s.BusyErrors))
 	k := s.Checkpoints

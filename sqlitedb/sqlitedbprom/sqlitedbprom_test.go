@@ -57,8 +57,8 @@ func TestCollectorDefaults(t *testing.T) {
 	// 6 writer metrics, 2 busy, 4 checkpoint kinds, their errors and
 	// whether they stopped, 2 mapped files, 4 for each of the 2 pools, 2
 	// for the reads' own queue.
-	if n := testutil.CollectAndCount(c); n != 6+2+6+2+2*4+2 {
-		t.Errorf("CollectAndCount = %d, want %d", n, 6+2+6+2+2*4+2)
+	if n := testutil.CollectAndCount(c); n != 6+2+6+2+2*4+2+6 {
+		t.Errorf("CollectAndCount = %d, want %d", n, 6+2+6+2+2*4+2+6)
 	}
 	healthy := `# HELP test_sqlite_checkpoints_stopped 1 once a sync of the database file failed: no checkpoint runs any more, the WAL keeps every frame, and opening the database again copies them (restart the process).
 # TYPE test_sqlite_checkpoints_stopped gauge
@@ -91,6 +91,9 @@ test_sqlite_writer_commits_total 5
 # HELP test_sqlite_writer_abandoned_total Writes whose caller left (context ended, Timeout passed) before their turn; they never ran.
 # TYPE test_sqlite_writer_abandoned_total counter
 test_sqlite_writer_abandoned_total 0
+# HELP test_sqlite_writer_process_queue 1 if the writers of all processes using the file take turns in arrival order; 0 if they poll for SQLite's lock.
+# TYPE test_sqlite_writer_process_queue gauge
+test_sqlite_writer_process_queue 1
 # HELP test_sqlite_writer_queue_depth Writes waiting for the writer now.
 # TYPE test_sqlite_writer_queue_depth gauge
 test_sqlite_writer_queue_depth 0
@@ -108,7 +111,7 @@ test_sqlite_pool_in_use_connections{pool="write"} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
 		"test_sqlite_writer_turns_total", "test_sqlite_writer_commits_total", "test_sqlite_writer_abandoned_total",
-		"test_sqlite_writer_queue_depth", "test_sqlite_busy_errors_total",
+		"test_sqlite_writer_queue_depth", "test_sqlite_busy_errors_total", "test_sqlite_writer_process_queue",
 		"test_sqlite_pool_open_connections", "test_sqlite_pool_in_use_connections"); err != nil {
 		t.Error(err)
 	}

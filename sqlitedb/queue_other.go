@@ -1,0 +1,28 @@
+//go:build cgo && !linux
+
+package sqlitedb
+
+import (
+	"errors"
+	"time"
+)
+
+// processQueue is Linux's only (open-file-description locks and futexes):
+// elsewhere the writers of several processes poll for SQLite's lock.
+type processQueue struct{}
+
+var errQueueUnavailable = errors.New("no queue across processes on this system (Linux only); writers poll for the lock")
+
+var (
+	errTurnNotYet  = errors.New("the turn did not come")
+	errTurnGivenUp = errors.New("gave up the turn")
+)
+
+func openProcessQueue(string) (*processQueue, error) { return nil, errQueueUnavailable }
+
+func (*processQueue) take() (int64, error) { return 0, errQueueUnavailable }
+func (*processQueue) wait(int64, time.Time, <-chan struct{}) (bool, error) {
+	return false, errQueueUnavailable
+}
+func (*processQueue) release(int64) {}
+func (*processQueue) close()        {}
