@@ -172,6 +172,8 @@ func TestUsageErrors(t *testing.T) {
 		"short secret key":  {args: []string{"serve"}, env: map[string]string{"LOREM_SECRET_KEY": "short"}, want: "--secret-key must be at least 32 characters"},
 		"zero session idle": {args: []string{"serve", "--session-idle", "0s"}, want: "--session-idle and --session-lifetime must be positive"},
 		"bad metrics addr":  {args: []string{"serve", "--metrics-addr", "nowhere"}, want: "invalid --metrics-addr"},
+		"negative workers":  {args: []string{"serve", "--workers", "-1"}, want: "--workers must be between 0 (one per core) and 64"},
+		"too many workers":  {args: []string{"serve"}, env: map[string]string{"LOREM_WORKERS": "65"}, want: "--workers must be between"},
 		"metrics on site":   {args: []string{"serve", "--addr", "127.0.0.1:3999", "--metrics-addr", "127.0.0.1:3999"}, want: "never served on the site's address"},
 		"pprof not local":   {args: []string{"serve", "--metrics-addr", "10.0.0.1:9464", "--pprof"}, want: "--pprof is only allowed on a loopback --metrics-addr"},
 		"pprof no metrics":  {args: []string{"serve", "--metrics=false", "--pprof"}, want: "it needs --metrics"},

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -38,6 +39,8 @@ type serveCommand struct {
 	gcPercent       int
 	shutdownTimeout time.Duration
 	pidFile         string
+	workers         int      // serving processes; 1: this one serves
+	args            []string // as given, for the worker processes
 }
 
 // defaultMetricsPort is where /metrics listens, on 127.0.0.1, when
@@ -66,6 +69,7 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	if err := fs.parse(args); err != nil {
 		return c, err
 	}
+	c.args = args
 	if err := c.db.validate(fs); err != nil {
 		return c, err
 	}
@@ -140,6 +144,8 @@ func (c *serveCommand) register(fs *flagSet, in *serveInput) {
 	fs.twin("max-in-flight", "LOREM_MAX_IN_FLIGHT")
 	fs.BoolVar(&c.site.Gzip, "gzip", false, "gzip HTML, CSS and text for clients that accept it (off: leave it to a reverse proxy; see docs/load.md, Compression)")
 	fs.twin("gzip", "LOREM_GZIP")
+	fs.IntVar(&c.workers, "workers", 1, "serving `N` processes on one listening socket, each with its own connections to the database, as Puma's cluster mode\n      does (0: one per core); this process then starts them, starts one again that dies, replaces them all on SIGHUP,\n      and answers /metrics for all, each sample labelled with its worker. See docs/deploy.md, Worker processes")
+	fs.twin("workers", "LOREM_WORKERS")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, or once a process started by SIGHUP has taken over, how long requests in flight may take to finish")
 	fs.twin("shutdown-timeout", "LOREM_SHUTDOWN_TIMEOUT")
 }
@@ -185,6 +191,12 @@ func (c *serveCommand) resolve(in serveInput, usage func(format string, args ...
 	}
 	if c.gcPercent < -1 || c.gcPercent == 0 {
 		return usage("--gc-percent must be positive (or -1 to turn the collector off)")
+	}
+	switch {
+	case c.workers < 0 || c.workers > maxWorkers:
+		return usage("--workers must be between 0 (one per core) and %d", maxWorkers)
+	case c.workers == 0:
+		c.workers = runtime.NumCPU()
 	}
 	return nil
 }
@@ -245,17 +257,65 @@ func (c *serveCommand) resolveMetrics(usage func(format string, args ...any) err
 // run opens (and if asked seeds) the database and serves the site until ctx
 // ends, then finishes the requests in flight. On SIGHUP it starts a new
 // process of the same executable, which inherits the listening sockets;
-// once that one serves, this one hands its clients over and exits.
+// once that one serves, this one hands its clients over and exits. With
+// --workers above 1 it serves through worker processes instead (see
+// cluster); in a worker, it serves what its parent handed it.
 func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 	debug.SetGCPercent(c.gcPercent)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
-	site := c.site
-	site.Logger = log
+	if n := os.Getenv(workerEnv); n != "" {
+		return c.runWorker(ctx, n, log.With("worker", n))
+	}
 
 	// Before anything slow, so a SIGHUP that comes early is not fatal.
 	restart := newRestarter(c.pidFile, log)
 	defer restart.stop()
+	if c.workers > 1 {
+		return c.runCluster(ctx, restart, log, stdout, stderr)
+	}
 
+	s, err := c.openSite(ctx, log, stdout, stderr, c.seedIfEmpty)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	ln, err := c.listenSite(restart)
+	if err != nil {
+		return err
+	}
+	if s.metrics != nil {
+		opsSrv, err := c.serveOps(restart, s.metrics.Handler(), log, stdout)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer handOff(opsSrv)
+	}
+	c.logSettings(log)
+	ready := func() error {
+		if err := restart.ready(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Lorem News listening on http://%s (%s, database %s)\n", ln.Addr(), s.db.Describe(), s.db.Name())
+		return nil
+	}
+	return c.serve(ctx, s, ln, ready, restart.replaced())
+}
+
+// site is what a serving process serves: its database, the handler on it,
+// and the metrics (nil without --metrics).
+type site struct {
+	db      database
+	handler *lnhttp.Handler
+	metrics *metrics.Metrics
+	log     *slog.Logger
+}
+
+// openSite opens the database and the handler on it; with seed, it loads
+// the demo data set into an empty database first.
+func (c serveCommand) openSite(ctx context.Context, log *slog.Logger, stdout, stderr io.Writer, seed bool) (*site, error) {
+	cfg := c.site
+	cfg.Logger = log
 	var m *metrics.Metrics
 	if c.metrics {
 		m = metrics.New()
@@ -265,97 +325,118 @@ func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	db, err := c.db.open(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() {
-		if err := db.Close(); err != nil {
-			log.Error("close database", "err", err)
-		}
-	}()
-	if c.seedIfEmpty {
-		empty, err := db.Empty(ctx)
-		if err != nil {
-			return err
-		}
-		if empty {
-			if err := c.seed.load(ctx, db, stdout, terminalOnly(stderr)); err != nil {
-				return err
-			}
+	s := &site{db: db, metrics: m, log: log}
+	if seed {
+		if err := c.seedEmpty(ctx, db, stdout, stderr); err != nil {
+			s.close()
+			return nil, err
 		}
 	}
 	if c.benchmarking {
-		site.Benchmark = db.Benchmark()
+		cfg.Benchmark = db.Benchmark()
 	}
 	if m != nil {
 		m.Watch(db)
-		site.Observer = m
+		cfg.Observer = m
 	}
-	handler, err := lnhttp.NewHandler(db, site)
-	if err != nil {
+	if s.handler, err = lnhttp.NewHandler(db, cfg); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// seedEmpty loads the demo data set into db if it has no users.
+func (c serveCommand) seedEmpty(ctx context.Context, db database, stdout, stderr io.Writer) error {
+	empty, err := db.Empty(ctx)
+	if err != nil || !empty {
 		return err
 	}
+	return c.seed.load(ctx, db, stdout, terminalOnly(stderr))
+}
+
+// close closes the site's database, logging a failure.
+func (s *site) close() {
+	if err := s.db.Close(); err != nil {
+		s.log.Error("close database", "err", err)
+	}
+}
+
+// listenSite listens on --addr, or takes the listener of the process this
+// one replaces.
+func (c serveCommand) listenSite(restart *restarter) (net.Listener, error) {
 	ln, err := restart.listen("site", c.addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// The usual first mistake: a second `make run`, or another site
 		// on port 3000. Say how to pick another address.
-		return fmt.Errorf("listen on %s: %w: another program listens there; pick another address with --addr HOST:PORT or LOREM_ADDR (make run ADDR=127.0.0.1:3001)", c.addr, err)
+		return nil, fmt.Errorf("listen on %s: %w: another program listens there; pick another address with --addr HOST:PORT or LOREM_ADDR (make run ADDR=127.0.0.1:3001)", c.addr, err)
 	}
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", c.addr, err)
+		return nil, fmt.Errorf("listen on %s: %w", c.addr, err)
 	}
-	srv := lnhttp.NewServer(handler)
-	var opsSrv *lnhttp.Server
-	if m != nil {
-		if opsSrv, err = c.serveOps(restart, m, log, stdout); err != nil {
-			ln.Close()
-			return err
-		}
+	return ln, nil
+}
+
+// logSettings logs, once per server, the settings an operator should see.
+func (c serveCommand) logSettings(log *slog.Logger) {
+	log.Info("answering only to these Host names (--allowed-hosts)", "hosts", strings.Join(c.site.AllowedHosts, ","))
+	if len(c.site.SecretKey) == 0 {
+		log.Info("no --secret-key: CSRF tokens and device cookies are signed with a random key for this server only")
 	}
-	log.Info("answering only to these Host names (--allowed-hosts)", "hosts", strings.Join(site.AllowedHosts, ","))
-	if len(site.SecretKey) == 0 {
-		log.Info("no --secret-key: CSRF tokens and device cookies are signed with a random key for this process only")
-	}
-	purgeCtx, stopPurge := context.WithCancel(ctx)
-	defer stopPurge()
-	go purgeExpiredSessions(purgeCtx, db, handler.SessionLimits(), log)
 	if c.benchmarking {
 		log.Warn("benchmarking endpoints are ON: POST /benchmarking/{action} creates and deletes data at random without signing in")
 	}
+}
+
+// serve serves s on ln until ctx ends or replaced is closed (a new
+// process serves), then hands the clients over and finishes the requests
+// in flight. ready is called once it serves.
+func (c serveCommand) serve(ctx context.Context, s *site, ln net.Listener, ready func() error, replaced <-chan struct{}) error {
+	srv := lnhttp.NewServer(s.handler)
+	purgeCtx, stopPurge := context.WithCancel(ctx)
+	defer stopPurge()
+	go purgeExpiredSessions(purgeCtx, s.db, s.handler.SessionLimits(), s.log)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	if err := restart.ready(); err != nil {
+	if err := ready(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Lorem News listening on http://%s (%s, database %s)\n", ln.Addr(), db.Describe(), db.Name())
 	select {
 	case err := <-serveErr:
 		return err
 	case <-ctx.Done():
-		log.Info("shutting down: finishing requests in flight", "timeout", c.shutdownTimeout)
-	case <-restart.replaced():
-		log.Info("a new process serves: handing over the clients and finishing requests in flight", "timeout", c.shutdownTimeout)
+		s.log.Info("shutting down: finishing requests in flight", "timeout", c.shutdownTimeout)
+	case <-replaced:
+		s.log.Info("a new process serves: handing over the clients and finishing requests in flight", "timeout", c.shutdownTimeout)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
-	if opsSrv != nil {
-		defer opsSrv.Handoff(sctx, 0)
-	}
 	// Every connection is told to close after its next answer and given
 	// half the timeout to do so; then the idle ones are closed and the
-	// requests in flight finish. The deferred db.Close runs the writes
-	// still queued.
+	// requests in flight finish. The deferred close of the database runs
+	// the writes still queued.
 	if err := srv.Handoff(sctx, c.shutdownTimeout/2); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return <-serveErr
 }
 
+// handOff stops a server that answers quickly (metrics), finishing what it
+// is answering.
+func handOff(srv *lnhttp.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Handoff(ctx, 0)
+}
+
 // serveOps serves /metrics (and with --pprof the profiler) on
 // --metrics-addr, apart from the site.
-func (c serveCommand) serveOps(restart *restarter, m *metrics.Metrics, log *slog.Logger, stdout io.Writer) (*lnhttp.Server, error) {
+func (c serveCommand) serveOps(restart *restarter, metrics http.Handler, log *slog.Logger, stdout io.Writer) (*lnhttp.Server, error) {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
+	mux.Handle("GET /metrics", metrics)
 	if c.pprof {
 		mux.Handle("/debug/pprof/", pprofHandler())
 	}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/loremnews/loremnews/internal/serveproc"
+	"github.com/loremnews/loremnews/internal/testenv"
+	"github.com/loremnews/loremnews/load"
+)
+
+// TestWorkerKilledUnderLoad: serve --workers 3 under the balanced mix; one
+// worker is killed with -9 in the middle of its writes. Only the requests
+// that worker was answering fail (their connection drops); the others keep
+// serving, the parent starts a new worker, every acknowledged write is in
+// the file, the database is consistent, and /metrics answers for all
+// three, each sample labelled with its worker.
+func TestWorkerKilledUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a load test with processes")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "workers.sqlite3")
+	seedFile(t, db, "--users", "50", "--posts", "200")
+	before := consistency(t, db)
+	srv := startServer(t, db, "--benchmarking", "--workers", "3")
+	workers := waitWorkers(t, srv.Pid(), 3, nil)
+
+	var w writes
+	done := make(chan *load.Result, 1)
+	start := time.Now()
+	go func() {
+		res, err := load.Run(context.Background(), load.Config{URL: srv.URL + "/benchmarking/balanced", Method: http.MethodPost, Concurrency: 20,
+			Duration: 8 * time.Second, DisableRedirects: true, OnResponse: w.note})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	testenv.WaitFor(t, time.Minute, "every worker to write", func() bool {
+		return len(metricValues(t, srv.MetricsURL, "loremnews_sqlite_writer_commits_total")) == 3 && minValue(metricValues(t, srv.MetricsURL, "loremnews_sqlite_writer_commits_total")) >= 20
+	})
+	victim := workers[1]
+	killedAt := time.Since(start)
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	after := waitWorkers(t, srv.Pid(), 3, []int{victim})
+	res := <-done
+
+	if res.Requests < 1000 {
+		t.Errorf("only %d requests: the load did not run", res.Requests)
+	}
+	for status, n := range res.StatusCodes {
+		if status != http.StatusOK && status != http.StatusSeeOther {
+			t.Errorf("status %d answered %d times, want only 200 and 303", status, n)
+		}
+	}
+	// The killed worker's requests in flight lose their connection: at
+	// most one per client, and nothing but a dropped connection.
+	for kind, n := range res.Errors {
+		if !containsAny(kind, "EOF", "reset", "broken pipe") {
+			t.Errorf("error %q (%d) is not a dropped connection", kind, n)
+		}
+	}
+	if res.Failures > 20 {
+		t.Errorf("%d requests failed; only those in flight on the killed worker (at most 20, one per client) may", res.Failures)
+	}
+	// The others kept serving: requests answered in the second after the kill.
+	var answeredAfter int64
+	for _, p := range res.Timeline {
+		if p.Second == int(killedAt/time.Second)+1 {
+			answeredAfter = p.Successes
+		}
+	}
+	if answeredAfter == 0 {
+		t.Errorf("no request answered in the second after the kill: the other workers stopped serving")
+	}
+
+	found, expected := checkAcknowledged(t, db, &w)
+	c := consistency(t, db)
+	if !c.OK() {
+		t.Errorf("after the kill: %+v", c)
+	}
+	if want := before.Posts + len(w.postsCreated) - len(w.postsDeleted); c.Posts != want {
+		t.Errorf("posts: %d, want %d before + %d created − %d deleted = %d", c.Posts, before.Posts, len(w.postsCreated), len(w.postsDeleted), want)
+	}
+	if got := metricValues(t, srv.MetricsURL, "loremnews_worker_restarts_total"); fmt.Sprint(got) != "[1]" {
+		t.Errorf("loremnews_worker_restarts_total = %v, want [1]", got)
+	}
+	labelled := metricLabels(t, srv.MetricsURL, "loremnews_sqlite_writer_commits_total")
+	if fmt.Sprint(labelled) != `[{worker="0"} {worker="1"} {worker="2"}]` {
+		t.Errorf("loremnews_sqlite_writer_commits_total samples %v, want one per worker, labelled", labelled)
+	}
+	if code, _ := srv.signal(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Errorf("exit code %d after SIGTERM\n%s", code, srv.stderr.String())
+	}
+	for _, pid := range after {
+		if running(pid) {
+			t.Errorf("worker %d still runs after its parent stopped", pid)
+		}
+	}
+	t.Logf("killed worker %d at %.1f s; new workers %v; load: %d requests (%.0f/s), %d failed %v; %d of %d acknowledged rows found; integrity %s",
+		victim, killedAt.Seconds(), after, res.Requests, res.RequestsPerSec(), res.Failures, res.Errors, found, expected, c.Integrity)
+}
+
+// TestWorkersReloadDropsNoRequest: serve --workers 4 under the balanced
+// mix, replaced twice by `loremnews reload`: a new parent with four new
+// workers each time. No request fails, the old workers are gone after
+// each reload, and every acknowledged write is in the file.
+func TestWorkersReloadDropsNoRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a load test with processes")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "reload.sqlite3")
+	seedFile(t, db, "--users", "50", "--posts", "200")
+	pidFile, logPath := filepath.Join(dir, "serve.pid"), filepath.Join(dir, "serve.log")
+	cmd := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--db", db, "--benchmarking", "--workers", "4",
+		"--pid-file", pidFile, "--log-level", "info")
+	serving := startReloadable(t, cmd, logPath)
+	url := waitForLog(t, logPath, serveproc.ListeningURL)
+	pid := waitForPID(t, pidFile, 0)
+	workers := waitWorkers(t, pid, 4, nil)
+	for _, p := range workers {
+		serving[p] = true
+	}
+
+	var w writes
+	done := make(chan *load.Result, 1)
+	go func() {
+		res, err := load.Run(context.Background(), load.Config{URL: url + "/benchmarking/balanced", Method: http.MethodPost, Concurrency: 20,
+			Duration: 12 * time.Second, DisableRedirects: true, OnResponse: w.note})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	var said []string
+	for range 2 {
+		time.Sleep(4 * time.Second)
+		out, err := exec.Command(binary(t), "reload", "--pid-file", pidFile).CombinedOutput()
+		if err != nil {
+			t.Fatalf("reload: %v\n%s", err, out)
+		}
+		said = append(said, strings.TrimSpace(string(out)))
+		old := pid
+		pid = waitForPID(t, pidFile, old)
+		serving[pid] = true
+		for _, p := range workers {
+			if running(p) {
+				t.Errorf("worker %d of the old parent %d still runs after the reload", p, old)
+			}
+		}
+		workers = waitWorkers(t, pid, 4, nil)
+		for _, p := range workers {
+			serving[p] = true
+		}
+	}
+	res := <-done
+	if res.Requests < 1000 {
+		t.Errorf("only %d requests: the load did not run", res.Requests)
+	}
+	if res.Failures != 0 {
+		t.Errorf("%d requests failed (statuses %v, errors %v), want 0", res.Failures, res.StatusCodes, res.Errors)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid, 30*time.Second)
+	for _, p := range workers {
+		waitGone(t, p, 5*time.Second)
+	}
+	found, expected := checkAcknowledged(t, db, &w)
+	if c := consistency(t, db); !c.OK() {
+		t.Errorf("after the reloads: %+v", c)
+	}
+	t.Logf("reloads: %s; load: %d requests (%.0f/s), %d failed; %d of %d acknowledged rows found", strings.Join(said, "; "),
+		res.Requests, res.RequestsPerSec(), res.Failures, found, expected)
+}
+
+// waitWorkers waits until the process pid has n children, none of them in
+// not, and returns them.
+func waitWorkers(t *testing.T, pid, n int, not []int) []int {
+	t.Helper()
+	var kids []int
+	testenv.WaitFor(t, time.Minute, fmt.Sprintf("%d worker processes of %d", n, pid), func() bool {
+		kids = children(pid)
+		return len(kids) == n && !slices.ContainsFunc(kids, func(k int) bool { return slices.Contains(not, k) })
+	})
+	return kids
+}
+
+// children lists the processes whose parent is pid.
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var kids []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so from the last ')'.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) > 1 && fields[0] != "Z" && fields[1] == strconv.Itoa(pid) {
+			kids = append(kids, child)
+		}
+	}
+	slices.Sort(kids)
+	return kids
+}
+
+// scrape returns the text of url's metrics.
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
+
+// metricValues are the values of name's samples, in the order scraped.
+func metricValues(t *testing.T, url, name string) []float64 {
+	var vs []float64
+	for _, m := range regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`(?:\{[^}]*\})? (\S+)$`).FindAllStringSubmatch(scrape(t, url), -1) {
+		v, _ := strconv.ParseFloat(m[1], 64)
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// metricLabels are the label sets of name's samples.
+func metricLabels(t *testing.T, url, name string) []string {
+	var ls []string
+	for _, m := range regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`(\{[^}]*\})? \S+$`).FindAllStringSubmatch(scrape(t, url), -1) {
+		ls = append(ls, m[1])
+	}
+	return ls
+}
+
+func minValue(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	return slices.Min(vs)
+}
