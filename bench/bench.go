@@ -31,6 +31,12 @@ type Setup struct {
 	// (0 and 1: as configured), so one report can show how the cost grows
 	// with the data.
 	Scale int `json:"scale,omitempty"`
+	// Workers is how many serving processes share the database (serve
+	// --workers); 0 and 1: one.
+	Workers int `json:"workers,omitempty"`
+	// PollWriters turns off the queue across processes (the DSN's
+	// _writers=poll): the writers of the processes poll for SQLite's lock.
+	PollWriters bool `json:"poll_writers,omitempty"`
 }
 
 // users and posts are the size of the setup's data set.
@@ -143,6 +149,14 @@ type SetupResult struct {
 	BusyErrors    float64     `json:"busy_errors"`
 	BusyRetries   float64     `json:"busy_retries"`
 	QueueMaxDepth float64     `json:"writer_queue_max_depth"`
+	// WriteWaitMax is the longest wait of a write, from asking to write
+	// to its BEGIN, over the setup's life; TurnWaitMax the longest wait
+	// for another process's turn (0 with one process).
+	WriteWaitMax float64 `json:"write_wait_max,omitempty"`
+	TurnWaitMax  float64 `json:"turn_wait_max,omitempty"`
+	// Processes are the worker processes' shares of the main runs'
+	// requests and commits, with Workers above 1.
+	Processes []ProcessShare `json:"processes,omitempty"`
 	ServerLog     []string    `json:"server_log,omitempty"` // last warnings/errors
 	Error         string      `json:"error,omitempty"`
 }
@@ -405,6 +419,8 @@ func (res *SetupResult) setCounters(before, after serverCounters) {
 	res.BusyErrors = after.busyErrors - before.busyErrors
 	res.BusyRetries = after.busyRetries - before.busyRetries
 	res.QueueMaxDepth = after.queueMax
+	res.WriteWaitMax, res.TurnWaitMax = after.writeWaitMax, after.turnWaitMax
+	res.Processes = shares(before, after)
 }
 
 // freshServer seeds a fresh database for the setup and serves it from its
@@ -506,14 +522,14 @@ func (s *server) scrapeCounters() (serverCounters, error) {
 // spent meanwhile (left out where /proc cannot tell: not Linux).
 func (s *server) runLoad(ctx context.Context, action string, c int, d time.Duration, n int) (RunResult, error) {
 	pid := s.Pid()
-	cpuBefore, cpuErr := procCPU(pid)
+	cpuBefore, cpuErr := treeCPU(pid)
 	res, err := load.Run(ctx, load.Config{URL: s.URL + "/benchmarking/" + action, Method: "POST", Concurrency: c, Duration: d, Requests: n})
 	if err != nil {
 		return RunResult{}, err
 	}
 	r := RunResult{Action: action, Concurrency: c, Summary: res.Summary()}
-	cpuAfter, cpuAfterErr := procCPU(pid)
-	mem, memErr := procMemory(pid)
+	cpuAfter, cpuAfterErr := treeCPU(pid)
+	mem, memErr := treeMemory(pid)
 	if cpuErr == nil && cpuAfterErr == nil && memErr == nil {
 		r.Server = serverCost(cpuBefore, cpuAfter, mem, r.Successes)
 	}

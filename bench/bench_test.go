@@ -76,6 +76,60 @@ loremnews_postgres_write_retries_total 4
 	}
 }
 
+// A server of several processes labels each sample with its worker: the
+// counters are added up, the waits' histograms merged, the longest waits
+// are the largest, and each worker's requests and commits are kept apart.
+func TestParseCountersOfWorkers(t *testing.T) {
+	scrape := func(reqs0, reqs1, commits0, commits1 int) string {
+		return fmt.Sprintf(`# TYPE loremnews_write_wait_seconds histogram
+loremnews_write_wait_seconds_bucket{worker="0",le="0.001"} 7
+loremnews_write_wait_seconds_bucket{worker="0",le="+Inf"} %[5]d
+loremnews_write_wait_seconds_sum{worker="0"} %[6]g
+loremnews_write_wait_seconds_count{worker="0"} %[5]d
+loremnews_write_wait_seconds_bucket{worker="1",le="0.001"} 1
+loremnews_write_wait_seconds_bucket{worker="1",le="+Inf"} 5
+loremnews_write_wait_seconds_sum{worker="1"} 0.25
+loremnews_write_wait_seconds_count{worker="1"} 5
+# TYPE loremnews_sqlite_busy_retries_total counter
+loremnews_sqlite_busy_retries_total{worker="0"} 2
+loremnews_sqlite_busy_retries_total{worker="1"} 3
+# TYPE loremnews_sqlite_writer_wait_max_seconds gauge
+loremnews_sqlite_writer_wait_max_seconds{worker="0"} 0.02
+loremnews_sqlite_writer_wait_max_seconds{worker="1"} 0.03
+# TYPE loremnews_sqlite_writer_commits_total counter
+loremnews_sqlite_writer_commits_total{worker="0"} %[3]d
+loremnews_sqlite_writer_commits_total{worker="1"} %[4]d
+# TYPE loremnews_http_request_duration_seconds histogram
+loremnews_http_request_duration_seconds_bucket{code="200",route="a",worker="0",le="+Inf"} %[1]d
+loremnews_http_request_duration_seconds_sum{code="200",route="a",worker="0"} 1
+loremnews_http_request_duration_seconds_count{code="200",route="a",worker="0"} %[1]d
+loremnews_http_request_duration_seconds_bucket{code="200",route="a",worker="1",le="+Inf"} %[2]d
+loremnews_http_request_duration_seconds_sum{code="200",route="a",worker="1"} 1
+loremnews_http_request_duration_seconds_count{code="200",route="a",worker="1"} %[2]d
+`, reqs0, reqs1, commits0, commits1, commits0, float64(commits0)/1000)
+	}
+	before, err := parseCounters(scrape(10, 10, 5, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := parseCounters(scrape(70, 50, 35, 25))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.writeWait.count() != 40 || math.Abs(after.writeWait.sum-0.285) > 1e-9 || after.busyRetries != 5 || after.writeWaitMax != 0.03 {
+		t.Errorf("counters %+v: want 40 waits summing 0.285 s, 5 retries, longest wait 0.03", after)
+	}
+	got := shares(before, after)
+	// Worker 0's 30 new writes waited 30 ms in all; worker 1's none.
+	want := []ProcessShare{{Worker: "0", Requests: 0.6, Commits: 0.6, MeanWriteWait: 0.001}, {Worker: "1", Requests: 0.4, Commits: 0.4, MeanWriteWait: -1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("shares %v, want %v", got, want)
+	}
+	if one, _ := parseCounters("# TYPE loremnews_sqlite_writer_commits_total counter\nloremnews_sqlite_writer_commits_total 3\n"); shares(one, one) != nil {
+		t.Errorf("a server of one process has shares")
+	}
+}
+
 func sampleReport() *Report {
 	run := func(c int, rps float64, fails int64) RunResult {
 		requests := int64(rps*10) + fails

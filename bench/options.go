@@ -101,6 +101,45 @@ func CompareSetups(first Setup, list string) ([]Setup, error) {
 	return setups, nil
 }
 
+// WorkerSetups is each setup at each number of serving processes of a
+// list ("1,4,10": each setup as it is, then served by 4 processes, then by
+// 10; serve --workers), named "NAME 4 processes". With pollToo, each SQLite
+// setup of several processes is run again with their writers polling for
+// SQLite's lock instead of taking turns ("NAME 4 processes polling").
+func WorkerSetups(list []Setup, levels string, pollToo bool) ([]Setup, error) {
+	counts, err := ParseLevels(levels, "--workers")
+	if err != nil {
+		return nil, err
+	}
+	var out []Setup
+	for _, k := range counts {
+		for _, s := range list {
+			if k > 1 {
+				s.Name = fmt.Sprintf("%s %d processes", s.Name, k)
+				s.Workers = k
+				s.Note = strings.TrimSpace(s.Note + fmt.Sprintf(" Served by %d processes on one file (serve --workers %d).", k, k))
+			}
+			out = append(out, s)
+			if k > 1 && pollToo && !s.Postgres && onSqlitedb(s.Profile) {
+				p := s
+				p.Name += " polling"
+				p.PollWriters = true
+				p.Note += " Their writers poll for SQLite's lock every millisecond instead of taking turns (the database's _writers=poll)."
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+// onSqlitedb reports whether a profile's writes go through package
+// sqlitedb's writer, the one that queues across processes; the
+// database/sql baselines poll (or sleep in a busy handler) whatever the
+// DSN says.
+func onSqlitedb(profile string) bool {
+	return profile == "" || profile == setups.Split || profile == setups.Batch || profile == setups.Durable
+}
+
 // ScaledSetups is each setup again on data sets scales times larger (the
 // list "1,100": each setup as it is, then again on 100 times the users and
 // posts), named "NAME ×100".
@@ -133,7 +172,7 @@ func ParseLevels(list, flag string) ([]int, error) {
 		}
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("bad %s entry %q (want concurrencies, e.g. 1,5,10)", flag, l)
+			return nil, fmt.Errorf("bad %s entry %q (want whole numbers from 1, e.g. 1,5,10)", flag, l)
 		}
 		levels = append(levels, n)
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,6 +186,26 @@ func TestScaledSetups(t *testing.T) {
 		t.Fatalf("scaled setup %+v seeds %d users, %d posts", s, s.users(cfg), s.posts(cfg))
 	}
 	if _, err := ScaledSetups(setups, "1,x"); err == nil || !strings.Contains(err.Error(), "--scales") {
+		t.Fatalf("bad list: %v", err)
+	}
+}
+
+func TestWorkerSetups(t *testing.T) {
+	got, err := WorkerSetups([]Setup{{Name: "split", Profile: "split"}, {Name: "naive", Profile: "naive"}}, "1,4", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range got {
+		names = append(names, fmt.Sprintf("%s/%d", s.Name, s.Workers))
+	}
+	if want := []string{"split/0", "naive/0", "split 4 processes/4", "split 4 processes polling/4", "naive 4 processes/4"}; !slices.Equal(names, want) {
+		t.Fatalf("setups %q, want %q", names, want)
+	}
+	if !got[3].PollWriters || got[2].PollWriters {
+		t.Fatalf("only the polling setups poll: %+v", got)
+	}
+	if _, err := WorkerSetups(nil, "1,0", false); err == nil || !strings.Contains(err.Error(), "--workers") {
 		t.Fatalf("bad list: %v", err)
 	}
 }

@@ -37,6 +37,71 @@ type ServerCost struct {
 	AnonRSSMiB float64 `json:"anon_rss_mib,omitempty"`
 }
 
+// A server of several processes (serve --workers) is measured whole: its
+// parent and the workers running now, plus what the workers that have
+// exited spent (the parent's cutime and cstime once it has waited for
+// them).
+
+// treeCPU is procCPU of pid and its children, with the children it
+// has waited for.
+func treeCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("bench: server CPU time: %w", err)
+	}
+	total, err := parseProcStat(string(b))
+	if err != nil {
+		return 0, err
+	}
+	reaped, err := parseProcStatFields(string(b), 13)
+	if err != nil {
+		return 0, err
+	}
+	total += reaped
+	for _, child := range childrenOf(pid) {
+		if cpu, err := procCPU(child); err == nil { // one that just exited is counted once reaped
+			total += cpu
+		}
+	}
+	return total, nil
+}
+
+// treeMemory is procMemory of pid and its children, added up.
+func treeMemory(pid int) (procMem, error) {
+	m, err := procMemory(pid)
+	if err != nil {
+		return m, err
+	}
+	for _, child := range childrenOf(pid) {
+		if c, err := procMemory(child); err == nil {
+			m.rss, m.peak, m.anon = m.rss+c.rss, m.peak+c.peak, m.anon+c.anon
+		}
+	}
+	return m, nil
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var kids []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue
+		}
+		stat := string(b)
+		// pid (comm) state ppid …: counted from the last ')'.
+		if f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:]); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			kids = append(kids, child)
+		}
+	}
+	return kids
+}
+
 // procMem is a process's resident memory in KiB: now (VmRSS), its peak
 // (VmHWM), and the anonymous part of it now (RssAnon, 0 if the kernel does
 // not say).
@@ -56,16 +121,23 @@ func procCPU(pid int) (time.Duration, error) {
 // and may itself hold spaces and parentheses, so fields are counted from
 // the last ')'.
 func parseProcStat(stat string) (time.Duration, error) {
+	return parseProcStatFields(stat, 11)
+}
+
+// parseProcStatFields adds up the two tick counts from the one at index
+// from, counted from the state (11: utime and stime; 13: cutime and
+// cstime, the children's it has waited for).
+func parseProcStatFields(stat string, from int) (time.Duration, error) {
 	end := strings.LastIndexByte(stat, ')')
 	if end < 0 {
 		return 0, fmt.Errorf("bench: /proc stat %q: no command name", truncateLine(stat, 60))
 	}
 	fields := strings.Fields(stat[end+1:]) // fields[0] is field 3, the state
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("bench: /proc stat: %d fields after the command name, want at least 13", len(fields))
+	if len(fields) < from+2 {
+		return 0, fmt.Errorf("bench: /proc stat: %d fields after the command name, want at least %d", len(fields), from+2)
 	}
 	var ticks int64
-	for _, f := range fields[11:13] {
+	for _, f := range fields[from : from+2] {
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil || n < 0 {
 			return 0, fmt.Errorf("bench: /proc stat: CPU time %q is not a tick count", f)

@@ -114,6 +114,9 @@ func (r *Report) tables() []table {
 	// written before it was.
 	cost := costColumns(r.hasServerCost())
 	out := []table{r.resultsTable(cost), r.waitsTable()}
+	if t, ok := r.processesTable(); ok {
+		out = append(out, t)
+	}
 	if len(r.Config.Scenarios) > 0 {
 		out = append(out, r.scenariosTable(cost))
 	}
@@ -194,18 +197,67 @@ func (r *Report) waitsTable() table {
 		Note: fmt.Sprintf("From each server's loremnews_write_wait_seconds histogram over the %d main runs: the time from asking to write until BEGIN returned "+
 			"(the writer queue plus SQLite's lock; for naive and immediate this includes SQLite's busy-handler sleeps, for enhanced the sleeps of the gem's handler, counted as lock retries). "+
 			"Percentiles are interpolated within buckets about 1.6× wide.", c.Runs),
-		Head: []string{"setup", "writes", "mean", "p50", "p90", "p99", "p99.9", "queue max depth", "SQLITE_BUSY errors", "lock retries"},
+		Head: []string{"setup", "writes", "mean", "p50", "p90", "p99", "p99.9", "longest", "queue max depth", "SQLITE_BUSY errors", "lock retries"},
 	}
 	for _, s := range r.Setups {
 		w := s.WriteWait
 		waits.Rows = append(waits.Rows, tableRow{Cells: []string{s.Setup.Name, fmt.Sprintf("%.0f", w.Count), fmtSeconds(w.Mean), fmtSeconds(w.P50),
-			fmtSeconds(w.P90), fmtSeconds(w.P99), fmtSeconds(w.P999), fmt.Sprintf("%.0f", s.QueueMaxDepth), fmt.Sprintf("%.0f", s.BusyErrors), fmt.Sprintf("%.0f", s.BusyRetries)}})
+			fmtSeconds(w.P90), fmtSeconds(w.P99), fmtSeconds(w.P999), fmtLongest(s.WriteWaitMax), fmt.Sprintf("%.0f", s.QueueMaxDepth), fmt.Sprintf("%.0f", s.BusyErrors), fmt.Sprintf("%.0f", s.BusyRetries)}})
 	}
 	if r.Postgres != nil {
 		waits.Note += " For PostgreSQL the wait is for a pooled connection and BEGIN (row locks are waited for inside the transaction, and not counted here); " +
 			"its lock retries column counts transactions started over (a random row deleted meanwhile, or a deadlock)."
 	}
 	return waits
+}
+
+// fmtLongest shows the longest write wait, "–" where the server does not
+// measure it (a baseline, or results written before it was).
+func fmtLongest(v float64) string {
+	if v <= 0 {
+		return "–"
+	}
+	return fmtSeconds(v)
+}
+
+// processesTable is, for the setups served by several processes, each
+// process's share of the requests and of the commits, and the longest
+// waits: whether the processes take turns at writing fairly.
+func (r *Report) processesTable() (table, bool) {
+	t := table{
+		Title: "Several processes on one file: who wrote, and the longest waits",
+		Note: "For each setup served by several processes (serve --workers), each process's share of the requests answered in the main runs and of the transactions committed; " +
+			"a process that lost the race for SQLite's lock would commit less than its share of the requests. The longest waits are over the server's life: " +
+			"of a write from asking to write until its BEGIN returned, and of a transaction for another process's turn (the queue across processes; 0 where writers poll for the lock).",
+		Head: []string{"setup", "process", "share of requests", "share of commits", "commits ÷ requests", "mean write wait", "longest write wait", "longest turn wait"},
+	}
+	for _, s := range r.Setups {
+		for i, p := range s.Processes {
+			name, longest, turn := "", "", ""
+			if i == 0 {
+				name, longest, turn = s.Setup.Name, fmtSeconds(s.WriteWaitMax), fmtSeconds(s.TurnWaitMax)
+			}
+			share := func(v float64) string {
+				if v < 0 {
+					return "–"
+				}
+				return fmt.Sprintf("%.1f %%", 100*v)
+			}
+			ratio := "–"
+			if p.Requests > 0 && p.Commits >= 0 {
+				ratio = fmt.Sprintf("%.2f", p.Commits/p.Requests)
+			}
+			if s.WriteWaitMax == 0 {
+				longest = "–" // not measured: a database/sql baseline
+			}
+			wait := "–"
+			if p.MeanWriteWait >= 0 {
+				wait = fmtSeconds(p.MeanWriteWait)
+			}
+			t.Rows = append(t.Rows, tableRow{Cells: []string{name, p.Worker, share(p.Requests), share(p.Commits), ratio, wait, longest, turn}})
+		}
+	}
+	return t, len(t.Rows) > 0
 }
 
 // scenariosTable is the runs after the main ones, one per scenario.

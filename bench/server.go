@@ -36,9 +36,16 @@ func seedDatabase(ctx context.Context, s Setup, dbPath string, cfg Config) error
 // startServer starts the setup's server on a free loopback port, its log
 // going to logPath, and waits until /up answers 200.
 func startServer(ctx context.Context, s Setup, dbPath, logPath string) (*server, error) {
-	args := append([]string{"--db", dbPath, "--benchmarking", "--log-level", "warn"}, s.ServeArgs...)
+	dsn := dbPath
+	if s.PollWriters {
+		dsn = "file:" + dbPath + "?_writers=poll"
+	}
+	args := append([]string{"--db", dsn, "--benchmarking", "--log-level", "warn"}, s.ServeArgs...)
 	if s.Profile != "" && !s.Postgres {
 		args = append(args, "--profile", s.Profile)
+	}
+	if s.Workers > 1 {
+		args = append(args, "--workers", fmt.Sprint(s.Workers))
 	}
 	logFile, err := os.Create(logPath)
 	if err != nil {

@@ -88,7 +88,8 @@ func parseBenchFlags(args []string, stdout io.Writer) (benchCommand, error) {
 
 // benchInput are the flags bench reads further into its Config.
 type benchInput struct {
-	setupList, targets, compare, scales string
+	setupList, targets, compare, scales, workers string
+	pollToo                                      bool
 	binary, plainBinary                 string
 	levels, scenarios, pointRead        string
 	sweep, quick                        bool
@@ -108,6 +109,9 @@ func (c *benchCommand) register(fs *flagSet, in *benchInput) {
 	fs.StringVar(&in.compare, "compare", "", "also run the first setup on other builds, `NAME=PATH,...` (e.g. before=bin/loremnews-old): a change's before and after in one run, with --interleave")
 	fs.twin("compare", "LOREM_BENCH_COMPARE")
 	fs.StringVar(&in.scales, "scales", "", "`K,...` run every setup on data sets K times --users and --posts, e.g. 1,100: the cost as the data grows, in one report")
+	fs.StringVar(&in.workers, "workers", "", "`N,...` run every setup served by each number of processes (serve --workers), e.g. 1,4,10: the talk's\n      deployment, several processes writing one file; the report shows each process's share of requests and commits")
+	fs.twin("workers", "LOREM_BENCH_WORKERS")
+	fs.BoolVar(&in.pollToo, "poll-too", false, "with --workers, also run each SQLite setup of several processes with its writers polling for SQLite's lock every\n      millisecond instead of taking turns in arrival order (the database's _writers=poll): the queue across processes, measured")
 	fs.StringVar(&c.cfg.Action, "action", "balanced", "benchmarking `ACTION` to load")
 	fs.IntVar(&c.cfg.Concurrency, "c", 20, "concurrent connections in the main runs")
 	fs.DurationVar(&c.cfg.Duration, "z", 10*time.Second, "duration of each main run")
@@ -169,6 +173,11 @@ func (in benchInput) setups() ([]bench.Setup, error) {
 	}
 	if in.scales != "" {
 		if list, err = bench.ScaledSetups(list, in.scales); err != nil {
+			return nil, usage(err)
+		}
+	}
+	if in.workers != "" {
+		if list, err = bench.WorkerSetups(list, in.workers, in.pollToo); err != nil {
 			return nil, usage(err)
 		}
 	}
