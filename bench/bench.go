@@ -157,8 +157,8 @@ type SetupResult struct {
 	// Processes are the worker processes' shares of the main runs'
 	// requests and commits, with Workers above 1.
 	Processes []ProcessShare `json:"processes,omitempty"`
-	ServerLog     []string    `json:"server_log,omitempty"` // last warnings/errors
-	Error         string      `json:"error,omitempty"`
+	ServerLog []string       `json:"server_log,omitempty"` // last warnings/errors
+	Error     string         `json:"error,omitempty"`
 }
 
 // Report is the whole experiment.

@@ -131,7 +131,7 @@ func (q *processQueue) slot(t int64) (wake, sleepers *uint32) {
 	at := queueSlotsAt + 8*int(t%queueSlots)
 	return q.word(at), q.word(at + 4)
 }
-func (q *processQueue) next() *uint64       { return (*uint64)(unsafe.Pointer(&q.mem[queueNextAt])) }
+func (q *processQueue) next() *uint64 { return (*uint64)(unsafe.Pointer(&q.mem[queueNextAt])) }
 
 // take hands out the next ticket, its byte locked by this process.
 func (q *processQueue) take() (int64, error) {

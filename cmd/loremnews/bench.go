@@ -90,9 +90,9 @@ func parseBenchFlags(args []string, stdout io.Writer) (benchCommand, error) {
 type benchInput struct {
 	setupList, targets, compare, scales, workers string
 	pollToo                                      bool
-	binary, plainBinary                 string
-	levels, scenarios, pointRead        string
-	sweep, quick                        bool
+	binary, plainBinary                          string
+	levels, scenarios, pointRead                 string
+	sweep, quick                                 bool
 }
 
 // register adds bench's flags.
