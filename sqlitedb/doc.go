@@ -114,8 +114,9 @@
 //     "database disk image is malformed"); the process lives, unless the
 //     page was read through Options.MemoryMap.
 //   - Every wait has a deadline (Options.Timeout, 5 s): for the writer's
-//     turn, for SQLite's lock held by another process (polled every 1 ms,
-//     without back-off), for a read connection. A write whose caller left
+//     turn, for the turn among processes, for SQLite's lock held by a
+//     program outside the package (polled every 1 ms, without back-off),
+//     for a read connection. A write whose caller left
 //     before its turn never runs. A ctx that ends while a statement runs
 //     interrupts it (sqlite3_interrupt): Read, and a write in a
 //     transaction of its own, return an error wrapping ctx.Err(), and the
@@ -181,11 +182,17 @@
 //
 // # Limits
 //
-//   - Arrival order holds within one process. A second process writing the
-//     same file works — its BEGIN IMMEDIATE waits for the lock, polling,
-//     up to Timeout — but the two processes' writers are not ordered
-//     between them, and a process that holds the lock longer than Timeout
-//     makes the other's writes fail with ErrBusy.
+//   - Arrival order holds across the processes that use the package on
+//     one file, on Linux (see Open: a ticket queue in a file beside the
+//     database; a process killed with the turn holds the others up a few
+//     milliseconds). A program outside the package (the sqlite3 shell, a
+//     script) is not in the queue: a writer waiting for its lock polls, up
+//     to Timeout, and one that holds the lock longer than Timeout makes
+//     the package's writes fail with ErrBusy. So does a process of the
+//     package stopped (SIGSTOP, a debugger) with the turn: the others wait
+//     up to Timeout, then fail with ErrTimeout. Elsewhere than Linux, or
+//     with _writers=poll, the processes' writers poll for SQLite's lock,
+//     in no order between them.
 //   - One write at a time: a slow write function delays every write behind
 //     it. Keep work that is not SQL (hashing, HTTP calls) outside Write.
 //   - A function given to Read or Write must not keep its *sql.Conn, nor

@@ -131,12 +131,24 @@ func (q *processQueue) slot(t int64) (wake, sleepers *uint32) {
 	at := queueSlotsAt + 8*int(t%queueSlots)
 	return q.word(at), q.word(at + 4)
 }
+
+// next is the header's next ticket.
 func (q *processQueue) next() *uint64 { return (*uint64)(unsafe.Pointer(&q.mem[queueNextAt])) }
 
-// take hands out the next ticket, its byte locked by this process.
-func (q *processQueue) take() (int64, error) {
-	if err := q.lock(syscall.F_WRLCK, 0, true); err != nil {
-		return 0, fmt.Errorf("queue: take a ticket: %w", err)
+// take hands out the next ticket, its byte locked by this process. Byte
+// 0's lock is held for a few system calls; take waits for it up to
+// within, so that a process stopped while it held it (SIGSTOP, a
+// debugger) cannot hold a writer up for longer.
+func (q *processQueue) take(within time.Duration) (int64, error) {
+	for deadline := time.Now().Add(within); ; {
+		err := q.lock(syscall.F_WRLCK, 0, false)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EACCES) || time.Now().After(deadline) {
+			return 0, fmt.Errorf("queue: take a ticket: %w", err)
+		}
+		time.Sleep(50 * time.Microsecond)
 	}
 	defer q.lock(syscall.F_UNLCK, 0, false)
 	t := int64(atomic.LoadUint64(q.next()))
@@ -152,6 +164,12 @@ func (q *processQueue) take() (int64, error) {
 	}
 	atomic.StoreUint64(q.next(), uint64(t+1))
 	return t, nil
+}
+
+// waitingAfter reports whether a ticket after t has been handed out: a
+// process waits for the turn (or gave its place up since).
+func (q *processQueue) waitingAfter(t int64) bool {
+	return int64(atomic.LoadUint64(q.next())) > t+1
 }
 
 // errTurnNotYet: the turn did not come before the wait's deadline.

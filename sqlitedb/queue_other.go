@@ -20,9 +20,10 @@ var (
 
 func openProcessQueue(string) (*processQueue, error) { return nil, errQueueUnavailable }
 
-func (*processQueue) take() (int64, error) { return 0, errQueueUnavailable }
+func (*processQueue) take(time.Duration) (int64, error) { return 0, errQueueUnavailable }
 func (*processQueue) wait(int64, time.Time, <-chan struct{}) (bool, error) {
 	return false, errQueueUnavailable
 }
-func (*processQueue) release(int64) {}
-func (*processQueue) close()        {}
+func (*processQueue) waitingAfter(int64) bool { return false }
+func (*processQueue) release(int64)           {}
+func (*processQueue) close()                  {}

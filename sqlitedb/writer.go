@@ -238,7 +238,7 @@ func (wr *writer) run() {
 			returned = true
 			return
 		}
-		if wr.turn.held && (wr.turn.left <= 0 || len(wr.queue)+len(wr.coalesced) == 0) {
+		if wr.turn.held && wr.turnOver() {
 			wr.endTurn()
 		}
 	}
@@ -504,10 +504,11 @@ func (wr *writer) afterGoexit(w *pendingWrite) {
 // using the package on the file, if they queue (see processQueue), up to
 // the timeout or until leave is closed. A turn, once come, is kept for the
 // transactions of the writes that were waiting in this process when it
-// came (run ends it when they are done, or none is left): each process is
-// served in the order it asked, and the turn changes hands once per round
-// instead of once per transaction, which costs a wake-up of another
-// process each time. The queue only orders the processes: if it fails (a
+// came, and for later ones while no other process has asked for it (run
+// ends it when neither is left; see turnOver): each process is served in
+// the order it asked, and the turn changes hands once per round instead
+// of once per transaction, which costs a wake-up of another process each
+// time. The queue only orders the processes: if it fails (a
 // lock the kernel refuses), the write goes on without a turn, polling for
 // SQLite's lock as it would without a queue, and QueueErrors counts it.
 func (wr *writer) takeTurn(leave <-chan struct{}) error {
@@ -519,7 +520,7 @@ func (wr *writer) takeTurn(leave <-chan struct{}) error {
 		wr.turn.left--
 		return nil
 	}
-	t, err := q.take()
+	t, err := q.take(wr.cfg.timeout)
 	if err != nil {
 		wr.count(func(s *WriterStats) { s.QueueErrors++ })
 		return nil
@@ -545,6 +546,18 @@ func (wr *writer) takeTurn(leave <-chan struct{}) error {
 		wr.count(func(s *WriterStats) { s.QueueErrors++ })
 		return nil
 	}
+}
+
+// turnOver reports whether the turn is to be handed on: this process has
+// no write waiting, or it has run those that waited when the turn came
+// and another process has asked for the turn since. While no other
+// process asks, the turn stays, and the writes that come meanwhile run
+// without taking a ticket each.
+func (wr *writer) turnOver() bool {
+	if len(wr.queue)+len(wr.coalesced) == 0 {
+		return true
+	}
+	return wr.turn.left <= 0 && wr.cfg.queue.waitingAfter(wr.turn.ticket)
 }
 
 // endTurn gives this process's turn up, if it holds one.
