@@ -44,7 +44,7 @@ MODULES := . sqlitedb sqlitedb/sqlitedbprom sqlitedb/faultfs
 DB ?=
 ADDR ?=
 
-.PHONY: build build-plain generate run test test-deps lint vulncheck audit bench bench-postgres bench-quick pgo clean
+.PHONY: bench-workers build build-plain generate run test test-deps lint vulncheck audit bench bench-postgres bench-quick pgo clean
 
 # The build's name, which `loremnews version` and /metrics give: the
 # commit (+modified for a work tree with changes) and, on a release, its
@@ -117,7 +117,13 @@ audit:
 # at c=1, 5 and 10. Reports and their SVG charts land in benchmarks/DATE-balanced/
 # (-2, -3, … if taken).
 bench: build build-plain
-	bin/loremnews bench --plain-binary bin/loremnews-plain --sweep --interleave --scenarios balanced@256,write_heavy@256 --point-read 1,5,10
+	bin/loremnews bench --plain-binary bin/loremnews-plain --sweep --interleave --scenarios balanced@256,write_heavy@256 --point-read 1,5,10 --workers 1,4
+
+# The talk's deployment: its baselines and split served by 1, 4 and 10
+# processes on one file (serve --workers), split's writers also polling for
+# the lock instead of taking turns, balanced at c=20 and c=256. About 5 minutes.
+bench-workers: build
+	bin/loremnews bench --setups naive,enhanced,split --workers 1,4,10 --poll-too --interleave --scenarios balanced@256
 
 # SQLite's default setup and PostgreSQL (durable commits, and synchronous_commit=off) side by side: balanced at
 # c=20 (three runs) and c=256, write_heavy at c=20 and c=256, and the sweep,
