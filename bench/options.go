@@ -107,29 +107,19 @@ func CompareSetups(first Setup, list string) ([]Setup, error) {
 // setup of several processes is run again with their writers polling for
 // SQLite's lock instead of taking turns ("NAME 4 processes polling").
 func WorkerSetups(list []Setup, levels string, pollToo bool) ([]Setup, error) {
-	counts, err := ParseLevels(levels, "--workers")
-	if err != nil {
-		return nil, err
-	}
-	var out []Setup
-	for _, k := range counts {
-		for _, s := range list {
-			if k > 1 {
-				s.Name = fmt.Sprintf("%s %d processes", s.Name, k)
-				s.Workers = k
-				s.Note = strings.TrimSpace(s.Note + fmt.Sprintf(" Served by %d processes on one file (serve --workers %d).", k, k))
-			}
-			out = append(out, s)
-			if k > 1 && pollToo && !s.Postgres && onSqlitedb(s.Profile) {
-				p := s
-				p.Name += " polling"
-				p.PollWriters = true
-				p.Note += " Their writers poll for SQLite's lock every millisecond instead of taking turns (the database's _writers=poll)."
-				out = append(out, p)
-			}
+	return eachLevel(list, levels, "--workers", func(s Setup, k int) []Setup {
+		s.Name = fmt.Sprintf("%s %d processes", s.Name, k)
+		s.Workers = k
+		s.Note = strings.TrimSpace(s.Note + fmt.Sprintf(" Served by %d processes on one file (serve --workers %d).", k, k))
+		if !pollToo || s.Postgres || !onSqlitedb(s.Profile) {
+			return []Setup{s}
 		}
-	}
-	return out, nil
+		p := s
+		p.Name += " polling"
+		p.PollWriters = true
+		p.Note += " Their writers poll for SQLite's lock every millisecond instead of taking turns (the database's _writers=poll)."
+		return []Setup{s, p}
+	})
 }
 
 // onSqlitedb reports whether a profile's writes go through package
@@ -143,20 +133,31 @@ func onSqlitedb(profile string) bool {
 // ScaledSetups is each setup again on data sets scales times larger (the
 // list "1,100": each setup as it is, then again on 100 times the users and
 // posts), named "NAME ×100".
-func ScaledSetups(setups []Setup, list string) ([]Setup, error) {
-	scales, err := ParseLevels(list, "--scales")
+func ScaledSetups(list []Setup, scales string) ([]Setup, error) {
+	return eachLevel(list, scales, "--scales", func(s Setup, k int) []Setup {
+		s.Name = fmt.Sprintf("%s ×%d", s.Name, k)
+		s.Scale = k
+		s.Note = strings.TrimSpace(s.Note + fmt.Sprintf(" On %d times the data set.", k))
+		return []Setup{s}
+	})
+}
+
+// eachLevel is every setup of list at each level of a list of whole
+// numbers (flag names it in an error): at 1 as it is, above 1 as at
+// gives it.
+func eachLevel(list []Setup, levels, flag string, at func(Setup, int) []Setup) ([]Setup, error) {
+	ks, err := ParseLevels(levels, flag)
 	if err != nil {
 		return nil, err
 	}
 	var out []Setup
-	for _, k := range scales {
-		for _, s := range setups {
+	for _, k := range ks {
+		for _, s := range list {
 			if k > 1 {
-				s.Name = fmt.Sprintf("%s ×%d", s.Name, k)
-				s.Scale = k
-				s.Note = strings.TrimSpace(s.Note + fmt.Sprintf(" On %d times the data set.", k))
+				out = append(out, at(s, k)...)
+			} else {
+				out = append(out, s)
 			}
-			out = append(out, s)
 		}
 	}
 	return out, nil

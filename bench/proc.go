@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/loremnews/loremnews/internal/proctree"
 )
 
 // What the server process itself spends on a run, read from Linux's /proc:
@@ -58,7 +60,7 @@ func treeCPU(pid int) (time.Duration, error) {
 		return 0, err
 	}
 	total += reaped
-	for _, child := range childrenOf(pid) {
+	for _, child := range proctree.Children(pid) {
 		if cpu, err := procCPU(child); err == nil { // one that just exited is counted once reaped
 			total += cpu
 		}
@@ -72,34 +74,12 @@ func treeMemory(pid int) (procMem, error) {
 	if err != nil {
 		return m, err
 	}
-	for _, child := range childrenOf(pid) {
+	for _, child := range proctree.Children(pid) {
 		if c, err := procMemory(child); err == nil {
 			m.rss, m.peak, m.anon = m.rss+c.rss, m.peak+c.peak, m.anon+c.anon
 		}
 	}
 	return m, nil
-}
-
-// childrenOf lists the processes whose parent is pid.
-func childrenOf(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var kids []int
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
-		if err != nil {
-			continue
-		}
-		stat := string(b)
-		// pid (comm) state ppid …: counted from the last ')'.
-		if f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:]); len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			kids = append(kids, child)
-		}
-	}
-	return kids
 }
 
 // procMem is a process's resident memory in KiB: now (VmRSS), its peak

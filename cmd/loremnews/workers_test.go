@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loremnews/loremnews/internal/proctree"
 	"github.com/loremnews/loremnews/internal/serveproc"
 	"github.com/loremnews/loremnews/internal/testenv"
 	"github.com/loremnews/loremnews/load"
@@ -39,16 +39,8 @@ func TestWorkerKilledUnderLoad(t *testing.T) {
 	workers := waitWorkers(t, srv.Pid(), 3, nil)
 
 	var w writes
-	done := make(chan *load.Result, 1)
 	start := time.Now()
-	go func() {
-		res, err := load.Run(context.Background(), load.Config{URL: srv.URL + "/benchmarking/balanced", Method: http.MethodPost, Concurrency: 20,
-			Duration: 8 * time.Second, DisableRedirects: true, OnResponse: w.note})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- res
-	}()
+	done := balancedLoad(t, srv.URL, 8*time.Second, &w)
 	testenv.WaitFor(t, time.Minute, "every worker to write", func() bool {
 		return len(metricValues(t, srv.MetricsURL, "loremnews_sqlite_writer_commits_total")) == 3 && minValue(metricValues(t, srv.MetricsURL, "loremnews_sqlite_writer_commits_total")) >= 20
 	})
@@ -139,15 +131,7 @@ func TestWorkersReloadDropsNoRequest(t *testing.T) {
 	}
 
 	var w writes
-	done := make(chan *load.Result, 1)
-	go func() {
-		res, err := load.Run(context.Background(), load.Config{URL: url + "/benchmarking/balanced", Method: http.MethodPost, Concurrency: 20,
-			Duration: 12 * time.Second, DisableRedirects: true, OnResponse: w.note})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- res
-	}()
+	done := balancedLoad(t, url, 12*time.Second, &w)
 	var said []string
 	for range 2 {
 		time.Sleep(4 * time.Second)
@@ -191,38 +175,31 @@ func TestWorkersReloadDropsNoRequest(t *testing.T) {
 		res.Requests, res.RequestsPerSec(), res.Failures, found, expected)
 }
 
+// balancedLoad runs 20 clients on the balanced mix against the site at
+// url for d, noting in w the writes acknowledged; the result comes on the
+// channel.
+func balancedLoad(t *testing.T, url string, d time.Duration, w *writes) <-chan *load.Result {
+	done := make(chan *load.Result, 1)
+	go func() {
+		res, err := load.Run(context.Background(), load.Config{URL: url + "/benchmarking/balanced", Method: http.MethodPost, Concurrency: 20,
+			Duration: d, DisableRedirects: true, OnResponse: w.note})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	return done
+}
+
 // waitWorkers waits until the process pid has n children, none of them in
 // not, and returns them.
 func waitWorkers(t *testing.T, pid, n int, not []int) []int {
 	t.Helper()
 	var kids []int
 	testenv.WaitFor(t, time.Minute, fmt.Sprintf("%d worker processes of %d", n, pid), func() bool {
-		kids = children(pid)
+		kids = proctree.Children(pid)
 		return len(kids) == n && !slices.ContainsFunc(kids, func(k int) bool { return slices.Contains(not, k) })
 	})
-	return kids
-}
-
-// children lists the processes whose parent is pid.
-func children(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var kids []int
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: comm may hold spaces, so from the last ')'.
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(fields) > 1 && fields[0] != "Z" && fields[1] == strconv.Itoa(pid) {
-			kids = append(kids, child)
-		}
-	}
-	slices.Sort(kids)
 	return kids
 }
 
