@@ -71,8 +71,9 @@ type DB struct {
 // holds the others up for at most a few milliseconds. _writers=poll turns
 // the queue off: the writers of several processes then poll for SQLite's
 // lock every millisecond, in no order. Where the queue cannot be set up
-// (not Linux, a file system without the locks it needs), writers poll,
-// and Stats().Writer.Queue says why.
+// (not Linux; a network or FUSE file system, whose shared maps and locks
+// it cannot count on; a file it cannot create), writers poll, and
+// Stats().Writer.Queue says why.
 //
 // The package sets _txlock, _busy_timeout and _timeout itself and refuses
 // them; other parameters go to github.com/mattn/go-sqlite3, which hands the
@@ -149,7 +150,9 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 		q, err := openProcessQueue(d.path)
 		if err != nil {
 			queueState = "off: " + err.Error()
-			slog.Warn("sqlitedb: the writers of several processes will poll for the lock", "path", d.path, "err", err)
+			if !errors.Is(err, errQueueRemote) {
+				slog.Warn("sqlitedb: the writers of several processes will poll for the lock", "path", d.path, "err", err)
+			}
 		} else {
 			db.queue, queueState = q, "on"
 		}

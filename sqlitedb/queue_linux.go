@@ -61,8 +61,13 @@ const (
 	queueRecheck = 5 * time.Millisecond
 )
 
-// errQueueUnavailable wraps why a database has no process queue.
-var errQueueUnavailable = errors.New("no queue across processes")
+// errQueueUnavailable wraps why a database has no process queue;
+// errQueueRemote, that its file system is not one for it (said in Stats,
+// not logged: the file is where its owner put it).
+var (
+	errQueueUnavailable = errors.New("no queue across processes")
+	errQueueRemote      = fmt.Errorf("%w", errQueueUnavailable)
+)
 
 // openProcessQueue opens (creating it if needed) the queue of the
 // database at dbPath. The file gets the database file's permissions and,
@@ -73,6 +78,9 @@ func openProcessQueue(dbPath string) (_ *processQueue, err error) {
 	fi, err := os.Stat(dbPath)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errQueueUnavailable, err)
+	}
+	if name := remoteFileSystem(dbPath); name != "" {
+		return nil, fmt.Errorf("%w: %s is on a %s file system, whose shared memory maps and locks the queue cannot count on", errQueueRemote, dbPath, name)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, fi.Mode().Perm())
 	if err != nil {
@@ -122,6 +130,39 @@ func openProcessQueue(dbPath string) (_ *processQueue, err error) {
 		return nil, fmt.Errorf("not a queue file (it starts with %#x)", magic)
 	}
 	return q, nil
+}
+
+// remoteFileSystem names the file system the file at path is on if it
+// is one whose pages and locks live elsewhere: a network file system, or
+// FUSE, whose server is a program (perhaps this very one: a page fault
+// on the queue's map would then wait for a goroutine that cannot run).
+// SQLite's WAL mode is not meant for those either. "" for the others.
+func remoteFileSystem(path string) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return ""
+	}
+	switch uint32(st.Type) {
+	case 0x65735546:
+		return "FUSE"
+	case 0x6969:
+		return "NFS"
+	case 0x517b, 0xff534d42, 0xfe534d42:
+		return "SMB"
+	case 0x01021997:
+		return "9P"
+	case 0x00c36400:
+		return "Ceph"
+	case 0x5346414f:
+		return "AFS"
+	case 0x0bd00bd0:
+		return "Lustre"
+	case 0x01161970:
+		return "GFS2"
+	case 0x7461636f:
+		return "OCFS2"
+	}
+	return ""
 }
 
 func (q *processQueue) word(at int) *uint32 { return (*uint32)(unsafe.Pointer(&q.mem[at])) }

@@ -13,6 +13,9 @@ type processQueue struct{}
 
 var errQueueUnavailable = errors.New("no queue across processes on this system (Linux only); writers poll for the lock")
 
+// errQueueRemote: elsewhere than Linux, there is no queue to say more of.
+var errQueueRemote = errQueueUnavailable
+
 var (
 	errTurnNotYet  = errors.New("the turn did not come")
 	errTurnGivenUp = errors.New("gave up the turn")

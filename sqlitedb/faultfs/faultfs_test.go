@@ -302,3 +302,25 @@ func TestAReadErrorIsAnErrorNotACrash(t *testing.T) {
 		}
 	}
 }
+
+// On a FUSE file system the writers of several processes poll for
+// SQLite's lock instead of queueing: the queue's shared map would be served
+// by the file system's program (here this one), and it says so.
+func TestNoProcessQueueOnFUSE(t *testing.T) {
+	m := mount(t)
+	db, err := sqlitedb.Open(context.Background(), filepath.Join(m.Dir, "q.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if q := db.Stats().Writer.Queue; !strings.Contains(q, "off: ") || !strings.Contains(q, "FUSE") {
+		t.Fatalf("Stats().Writer.Queue = %q, want off, naming FUSE", q)
+	}
+	err = db.Write(context.Background(), func(ctx context.Context, tx *sqlitedb.Tx) error {
+		_, err := tx.Exec(ctx, `CREATE TABLE t (n INTEGER)`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
