@@ -267,3 +267,37 @@ func TestTruncateCountsCharacters(t *testing.T) {
 		}
 	}
 }
+
+// TestTextEscapesEveryByte: text escapes as html.EscapeString does
+// whatever the length of the string and wherever the characters to escape
+// stand in it, in the eight-byte words it looks at or in the bytes after
+// the last whole word; every other byte (0 to 255, so invalid UTF-8 too)
+// passes unchanged.
+func TestTextEscapesEveryByte(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		var h builder
+		h.text(s)
+		if got, want := string(h.b), html.EscapeString(s); got != want {
+			t.Fatalf("text(%q) = %q, want %q (html.EscapeString)", s, got, want)
+		}
+	}
+	for n := range 25 {
+		for at := range n {
+			for c := range 256 {
+				b := []byte(strings.Repeat("x", n))
+				b[at] = byte(c)
+				check(string(b))
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	const some = "&<>'\" ab\x00\x80\xffé"
+	for range 20000 {
+		b := make([]byte, r.IntN(70))
+		for i := range b {
+			b[i] = some[r.IntN(len(some))]
+		}
+		check(string(b))
+	}
+}
