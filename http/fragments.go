@@ -97,12 +97,16 @@ func (h *builder) path(base string, id int64, tail string) {
 // timeAgo adds <time datetime="2026-11-23T16:00:00Z" title="23 Nov 2026
 // 16:00 UTC">3 hours ago</time>: the age at now to read, the date on
 // hover. now is the handler's clock, read once per page (basePage.now).
+// Both dates come from one reading of the calendar (a user page shows two
+// hundred).
 func (h *builder) timeAgo(now, t time.Time) {
 	u := t.UTC()
+	year, month, day := u.Date()
+	hour, minute, sec := u.Clock()
 	h.markup(`<time datetime="`)
-	h.b = u.AppendFormat(h.b, time.RFC3339)
+	h.b = appendRFC3339(h.b, u, year, month, day, hour, minute, sec)
 	h.markup(`" title="`)
-	h.b = appendDate(h.b, u)
+	h.b = appendDateOf(h.b, year, month, day, hour, minute)
 	h.markup(`">`)
 	h.b = appendAgo(h.b, now.Sub(t))
 	h.markup(`</time>`)
@@ -114,16 +118,48 @@ func (h *builder) timeAgo(now, t time.Time) {
 func appendDate(b []byte, u time.Time) []byte {
 	year, month, day := u.Date()
 	hour, minute, _ := u.Clock()
+	return appendDateOf(b, year, month, day, hour, minute)
+}
+
+// appendDateOf is appendDate of the date and time given in parts.
+func appendDateOf(b []byte, year int, month time.Month, day, hour, minute int) []byte {
 	b = strconv.AppendInt(b, int64(day), 10)
 	b = append(b, ' ')
 	b = append(b, month.String()[:3]...)
 	b = append(b, ' ')
-	if year >= 0 && year < 1000 {
+	if year < 0 {
+		b = append(b, '-')
+		year = -year
+	}
+	if year < 1000 {
 		b = append(b, "000"[:4-len(strconv.Itoa(year))]...)
 	}
 	b = strconv.AppendInt(b, int64(year), 10)
 	b = append(b, ' ', byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10))
 	return append(b, " UTC"...)
+}
+
+// appendRFC3339 appends u (in UTC, given also in parts) as
+// u.AppendFormat(b, time.RFC3339) does, "2026-11-23T16:00:00Z", by hand
+// for the years 0 to 9999.
+func appendRFC3339(b []byte, u time.Time, year int, month time.Month, day, hour, minute, sec int) []byte {
+	if year < 0 || year > 9999 {
+		return u.AppendFormat(b, time.RFC3339)
+	}
+	two := func(b []byte, n int) []byte { return append(b, byte('0'+n/10), byte('0'+n%10)) }
+	b = two(b, year/100)
+	b = two(b, year%100)
+	b = append(b, '-')
+	b = two(b, int(month))
+	b = append(b, '-')
+	b = two(b, day)
+	b = append(b, 'T')
+	b = two(b, hour)
+	b = append(b, ':')
+	b = two(b, minute)
+	b = append(b, ':')
+	b = two(b, sec)
+	return append(b, 'Z')
 }
 
 // appendAgo says how long ago d was, the way people say it: "3 hours ago".

@@ -92,7 +92,7 @@ func TestFragments(t *testing.T) {
 	}
 }
 
-// TestAppendDate checks the hand-made date against the layout it replaces.
+// TestAppendDate checks the hand-made dates against the layouts they replace.
 func TestAppendDate(t *testing.T) {
 	times := []time.Time{
 		time.Date(2026, 11, 23, 16, 0, 0, 0, time.UTC),
@@ -106,10 +106,16 @@ func TestAppendDate(t *testing.T) {
 	for range 1000 {
 		times = append(times, time.Unix(r.Int64N(4_000_000_000), 0).UTC())
 	}
+	times = append(times, time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
 	for _, u := range times {
 		want := u.Format("2 Jan 2006 15:04 MST")
 		if got := string(appendDate(nil, u)); got != want {
 			t.Fatalf("appendDate(%v) = %q, want %q", u, got, want)
+		}
+		year, month, day := u.Date()
+		hour, minute, sec := u.Clock()
+		if got, want := string(appendRFC3339(nil, u, year, month, day, hour, minute, sec)), u.Format(time.RFC3339); got != want {
+			t.Fatalf("appendRFC3339(%v) = %q, want %q", u, got, want)
 		}
 	}
 }
