@@ -429,9 +429,8 @@ func (res *SetupResult) setCounters(before, after serverCounters) {
 // the page cache that went unused for a while (this one's host does after
 // about a minute), and the databases seeded first sat unused while the
 // others were seeded: at 100 times the data, the setup seeded first then
-// read from the disk through its runs and served 0.65× the requests of the
-// same build seeded second. Reading them here starts every setup with its
-// file in memory. Only this process opens the files, so no server's locks
+// read from the disk through its runs (the performance log's 63b).
+// Reading them here starts every setup with its file in memory. Only this process opens the files, so no server's locks
 // on them are touched.
 func readIntoPageCache(cfg Config) {
 	for _, s := range cfg.Setups {
