@@ -441,7 +441,7 @@ func (r *Report) setupLines() []string {
 
 func order(c Config) string {
 	if c.Interleave {
-		return "Order: interleaved. All servers were up at once and took turns: run 1 of every setup, then run 2 in reverse order, and so on (sweep levels likewise), so a drift in the machine's speed falls on every setup alike."
+		return "Order: interleaved. All servers were up at once, their databases read into the page cache once all were seeded, and took turns: run 1 of every setup, then run 2 in reverse order, and so on (sweep levels likewise), so a drift in the machine's speed falls on every setup alike."
 	}
 	return "Order: one setup after another (all its runs, then the next setup's); a drift in the machine's speed during the experiment falls on the later setups. Use --interleave to take turns."
 }
