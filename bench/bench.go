@@ -430,8 +430,8 @@ func (res *SetupResult) setCounters(before, after serverCounters) {
 // about a minute), and the databases seeded first sat unused while the
 // others were seeded: at 100 times the data, the setup seeded first then
 // read from the disk through its runs (the performance log's 63b).
-// Reading them here starts every setup with its file in memory. Only this process opens the files, so no server's locks
-// on them are touched.
+// Reading them here starts every setup with its file in memory. Only
+// this process opens the files, so no server's locks on them are touched.
 func readIntoPageCache(cfg Config) {
 	for _, s := range cfg.Setups {
 		if s.Postgres {

@@ -100,33 +100,40 @@ func (h *builder) path(base string, id int64, tail string) {
 // Both dates come from one reading of the calendar (a user page shows two
 // hundred).
 func (h *builder) timeAgo(now, t time.Time) {
-	u := t.UTC()
-	year, month, day := u.Date()
-	hour, minute, sec := u.Clock()
+	c := calendarOf(t)
 	h.markup(`<time datetime="`)
-	h.b = appendRFC3339(h.b, u, year, month, day, hour, minute, sec)
+	h.b = c.appendRFC3339(h.b)
 	h.markup(`" title="`)
-	h.b = appendDateOf(h.b, year, month, day, hour, minute)
+	h.b = c.appendDate(h.b)
 	h.markup(`">`)
 	h.b = appendAgo(h.b, now.Sub(t))
 	h.markup(`</time>`)
 }
 
-// appendDate appends u (in UTC) as "23 Nov 2026 16:00 UTC": what
-// u.AppendFormat(b, "2 Jan 2006 15:04 MST") writes, without reading the
-// layout again for every date (a listing shows a hundred).
-func appendDate(b []byte, u time.Time) []byte {
-	year, month, day := u.Date()
-	hour, minute, _ := u.Clock()
-	return appendDateOf(b, year, month, day, hour, minute)
+// calendar is a time in UTC and its date and clock, read once.
+type calendar struct {
+	u                      time.Time
+	year                   int
+	month                  time.Month
+	day, hour, minute, sec int
 }
 
-// appendDateOf is appendDate of the date and time given in parts.
-func appendDateOf(b []byte, year int, month time.Month, day, hour, minute int) []byte {
-	b = strconv.AppendInt(b, int64(day), 10)
+func calendarOf(t time.Time) calendar {
+	c := calendar{u: t.UTC()}
+	c.year, c.month, c.day = c.u.Date()
+	c.hour, c.minute, c.sec = c.u.Clock()
+	return c
+}
+
+// appendDate appends the time as "23 Nov 2026 16:00 UTC": what
+// u.AppendFormat(b, "2 Jan 2006 15:04 MST") writes, without reading the
+// layout again for every date (a listing shows a hundred).
+func (c calendar) appendDate(b []byte) []byte {
+	b = strconv.AppendInt(b, int64(c.day), 10)
 	b = append(b, ' ')
-	b = append(b, month.String()[:3]...)
+	b = append(b, c.month.String()[:3]...)
 	b = append(b, ' ')
+	year := c.year
 	if year < 0 {
 		b = append(b, '-')
 		year = -year
@@ -135,32 +142,36 @@ func appendDateOf(b []byte, year int, month time.Month, day, hour, minute int) [
 		b = append(b, "000"[:4-len(strconv.Itoa(year))]...)
 	}
 	b = strconv.AppendInt(b, int64(year), 10)
-	b = append(b, ' ', byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10))
+	b = append(b, ' ')
+	b = appendTwoDigits(b, c.hour)
+	b = append(b, ':')
+	b = appendTwoDigits(b, c.minute)
 	return append(b, " UTC"...)
 }
 
-// appendRFC3339 appends u (in UTC, given also in parts) as
-// u.AppendFormat(b, time.RFC3339) does, "2026-11-23T16:00:00Z", by hand
-// for the years 0 to 9999.
-func appendRFC3339(b []byte, u time.Time, year int, month time.Month, day, hour, minute, sec int) []byte {
-	if year < 0 || year > 9999 {
-		return u.AppendFormat(b, time.RFC3339)
+// appendRFC3339 appends the time as u.AppendFormat(b, time.RFC3339) does,
+// "2026-11-23T16:00:00Z", by hand for the years 0 to 9999.
+func (c calendar) appendRFC3339(b []byte) []byte {
+	if c.year < 0 || c.year > 9999 {
+		return c.u.AppendFormat(b, time.RFC3339)
 	}
-	two := func(b []byte, n int) []byte { return append(b, byte('0'+n/10), byte('0'+n%10)) }
-	b = two(b, year/100)
-	b = two(b, year%100)
+	b = appendTwoDigits(b, c.year/100)
+	b = appendTwoDigits(b, c.year%100)
 	b = append(b, '-')
-	b = two(b, int(month))
+	b = appendTwoDigits(b, int(c.month))
 	b = append(b, '-')
-	b = two(b, day)
+	b = appendTwoDigits(b, c.day)
 	b = append(b, 'T')
-	b = two(b, hour)
+	b = appendTwoDigits(b, c.hour)
 	b = append(b, ':')
-	b = two(b, minute)
+	b = appendTwoDigits(b, c.minute)
 	b = append(b, ':')
-	b = two(b, sec)
+	b = appendTwoDigits(b, c.sec)
 	return append(b, 'Z')
 }
+
+// appendTwoDigits appends n, 0 to 99, in two digits.
+func appendTwoDigits(b []byte, n int) []byte { return append(b, byte('0'+n/10), byte('0'+n%10)) }
 
 // appendAgo says how long ago d was, the way people say it: "3 hours ago".
 func appendAgo(b []byte, d time.Duration) []byte {

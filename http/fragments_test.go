@@ -109,12 +109,11 @@ func TestAppendDate(t *testing.T) {
 	times = append(times, time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
 	for _, u := range times {
 		want := u.Format("2 Jan 2006 15:04 MST")
-		if got := string(appendDate(nil, u)); got != want {
+		c := calendarOf(u)
+		if got := string(c.appendDate(nil)); got != want {
 			t.Fatalf("appendDate(%v) = %q, want %q", u, got, want)
 		}
-		year, month, day := u.Date()
-		hour, minute, sec := u.Clock()
-		if got, want := string(appendRFC3339(nil, u, year, month, day, hour, minute, sec)), u.Format(time.RFC3339); got != want {
+		if got, want := string(c.appendRFC3339(nil)), u.Format(time.RFC3339); got != want {
 			t.Fatalf("appendRFC3339(%v) = %q, want %q", u, got, want)
 		}
 	}
