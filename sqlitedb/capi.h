@@ -144,6 +144,10 @@ struct sqlite3_vfs {
 #define LITE_FCNTL_LAST_ERRNO 4
 #define LITE_FCNTL_FILE_POINTER 7
 #define LITE_SYNC_NORMAL 0x00002
+#define LITE_BUSY 5
+#define LITE_SHM_UNLOCK 1
+#define LITE_SHM_LOCK 2
+#define LITE_SHM_EXCLUSIVE 8
 int sqlite3_file_control(sqlite3 *, const char *zDbName, int op, void *);
 
 sqlite3_vfs *sqlite3_vfs_find(const char *zVfsName);

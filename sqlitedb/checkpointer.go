@@ -249,7 +249,7 @@ func (c *checkpointer) sync() bool {
 	}
 	if err != nil {
 		c.errors.Add(1)
-		c.stopped.set(err)
+		c.stopped.set(err, c.conn)
 		return false
 	}
 	return true
@@ -257,10 +257,10 @@ func (c *checkpointer) sync() bool {
 
 // failed counts a checkpoint that failed with err, and stops every
 // checkpoint if a sync failed in it.
-func (c *checkpointer) failed(err error) {
+func (c *checkpointer) failed(err error, on *sql.DB) {
 	c.errors.Add(1)
 	if isSyncError(err) {
-		c.stopped.set(err)
+		c.stopped.set(err, on)
 	}
 }
 
@@ -281,7 +281,7 @@ func (c *checkpointer) checkpointOn(ctx context.Context, db *sql.DB, mode string
 		return 0, 0, false
 	}
 	if err := db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &log, &copied); err != nil {
-		c.failed(err)
+		c.failed(err, db)
 		return 0, 0, false
 	}
 	if copied < 0 {
@@ -297,32 +297,41 @@ func (c *checkpointer) checkpointOn(ctx context.Context, db *sql.DB, mode string
 // busy handler waiting up to restartWait for readers of older snapshots,
 // and reports whether it completed (the next commit starts the WAL over).
 func (c *checkpointer) restart() bool {
-	ctx := context.Background()
+	done, err := c.restartOn(context.Background())
+	if err != nil {
+		// With the connection back in the pool: a failed sync takes one.
+		c.failed(err, c.writeDB)
+	}
+	return done
+}
+
+// restartOn is restart on a connection of its own, which it gives back
+// before it returns; it returns a failed checkpoint's error.
+func (c *checkpointer) restartOn(ctx context.Context) (done bool, err error) {
 	conn, err := c.writeDB.Conn(ctx)
 	if err != nil {
 		c.errors.Add(1)
-		return false
+		return false, nil
 	}
 	defer conn.Close()
 	var was int64
 	if err := conn.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&was); err != nil {
 		c.errors.Add(1)
-		return false
+		return false, nil
 	}
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, restartWait.Milliseconds())); err != nil {
 		c.errors.Add(1)
-		return false
+		return false, nil
 	}
 	defer conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, was))
 	var busy, log, copied int64
 	if err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &log, &copied); err != nil {
-		c.failed(err)
-		return false
+		return false, err
 	}
 	if copied >= 0 {
 		c.copied.Store(copied)
 	}
-	return busy == 0
+	return busy == 0, nil
 }
 
 // close stops the checkpointer and closes its connection; a checkpoint in

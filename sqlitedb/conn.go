@@ -49,6 +49,33 @@ static int lite_sync_main(sqlite3 *db) {
 	return f->pMethods->xSync(f, LITE_SYNC_NORMAL);
 }
 
+// lite_forget_copied sets the WAL index's count of the WAL's frames copied
+// into the database file (nBackfill, the first field of its checkpoint
+// information, at byte 96 of the -shm file) back to zero, holding the
+// checkpoint lock, as SQLite's own recovery of the index does. A reader's
+// transaction then looks every page up in the whole WAL, not only in the
+// frames after that count, so a page whose copy in the database file was
+// lost is read from its frame. It answers LITE_BUSY while another
+// connection, of any process, checkpoints. The connection must be idle
+// and used by one thread, with the WAL index open (it has read the file).
+static int lite_forget_copied(sqlite3 *db) {
+	sqlite3_file *f = 0;
+	volatile void *index = 0;
+	int rc = sqlite3_file_control(db, "main", LITE_FCNTL_FILE_POINTER, &f);
+	if (rc != LITE_OK) return rc;
+	if (!f || !f->pMethods || f->pMethods->iVersion < 2) return LITE_ERROR;
+	rc = f->pMethods->xShmMap(f, 0, 32768, 0, &index);
+	if (rc != LITE_OK) return rc;
+	if (!index) return LITE_ERROR;
+	// WAL_CKPT_LOCK is the WAL index's lock 1.
+	rc = f->pMethods->xShmLock(f, 1, 1, LITE_SHM_LOCK | LITE_SHM_EXCLUSIVE);
+	if (rc != LITE_OK) return rc;
+	__atomic_store_n((uint32_t *)((char *)index + 96), 0, __ATOMIC_SEQ_CST);
+	f->pMethods->xShmBarrier(f);
+	f->pMethods->xShmLock(f, 1, 1, LITE_SHM_UNLOCK | LITE_SHM_EXCLUSIVE);
+	return LITE_OK;
+}
+
 static sqlite3 *lite_handle_from(sqlite3_int64 h) { return (sqlite3 *)(intptr_t)h; }
 
 static int lite_commit_hook(void *p) { return ((lite_hooks *)p)->allow_commit ? 0 : 1; }
@@ -109,6 +136,7 @@ import (
 	"fmt"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/mattn/go-sqlite3"
@@ -319,6 +347,45 @@ func syncMain(conn *sql.Conn) error {
 		}
 		return nil
 	})
+}
+
+// forgetCopied sets the WAL index's count of frames copied into the
+// database file back to zero, on a connection of pool (see
+// lite_forget_copied), waiting up to a few seconds for another process's
+// checkpoint to end.
+func forgetCopied(pool *sql.DB) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// A read first, so the connection has the WAL index open.
+	var n int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&n); err != nil {
+		return err
+	}
+	for {
+		var rc C.int
+		err := onOwnConn(conn, "forgetCopied", func(c *driverConn) error {
+			rc = C.lite_forget_copied(c.handle)
+			return nil
+		})
+		switch {
+		case err != nil:
+			return err
+		case rc == C.LITE_OK:
+			return nil
+		case rc != C.LITE_BUSY:
+			return &Error{Code: int(rc), Message: "reset the WAL index's count of copied frames"}
+		}
+		select {
+		case <-ctx.Done():
+			return &Error{Code: int(rc), Message: "reset the WAL index's count of copied frames: another connection kept checkpointing"}
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 // onOwnConn runs fn on conn's driver connection, which must be one the

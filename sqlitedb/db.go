@@ -289,7 +289,7 @@ func (db *DB) Close() error {
 			// Busy: another process checkpoints or writes the file now;
 			// the WAL stays for it, which is no loss.
 			if isSyncError(err) {
-				db.stopped.set(err)
+				db.stopped.set(err, db.writeDB)
 			}
 			errs = append(errs, fmt.Errorf("checkpoint: %w", err))
 		}

@@ -37,7 +37,9 @@ var (
 	// process wrote to it may never have reached the disk (Linux reports a
 	// lost write-back once, then forgets it). From then on no checkpoint
 	// of this DB completes, so the WAL keeps every frame: reads and writes
-	// go on, and opening the database again copies the whole WAL again.
+	// go on (reads find every page written since the last good sync in the
+	// WAL, not in the file, in every process), and opening the database
+	// again copies the whole WAL again.
 	// Close reports it; Stats().Checkpoints.Stopped says so meanwhile.
 	ErrSyncFailed = errors.New("sqlitedb: a sync of the database file failed; checkpoints are stopped until the database is opened again")
 )

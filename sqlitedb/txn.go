@@ -212,6 +212,9 @@ func (db *DB) Stats() Stats {
 	s.Checkpoints = CheckpointStats{Background: c.runs.Load(), Inline: c.inline.Load(), Restarts: c.restarts.Load(), Truncates: c.truncates.Load(), Errors: c.errors.Load()}
 	if err := db.stopped.err(); err != nil {
 		s.Checkpoints.Stopped = err.Error()
+		if n := db.stopped.forgetErrors.Load(); n > 0 {
+			s.Checkpoints.Stopped += fmt.Sprintf(" (and %d times the WAL index kept counting frames as copied: a read may meet a page the disk lost)", n)
+		}
 	}
 	if db.opts.MemoryMap || db.dsn.params.Get("vfs") == mapVFSName {
 		s.Mapped = MapStats{Database: isMapped(db.path), WAL: isMapped(db.path + "-wal")}

@@ -13,7 +13,8 @@
 //     descriptors opened later see nothing, as Linux reports a failed
 //     write-back once to each open file description (errseq, since 4.13).
 //     The pages the kernel caches keep the new bytes, as on Linux until
-//     memory pressure evicts them (opens keep the cache here).
+//     memory pressure evicts them (opens keep the cache here; Evict is the
+//     memory pressure).
 //   - FailRead: reads that touch a chosen byte of a file fail with EIO,
 //     after the kernel's cached copy of the file is dropped, so the next
 //     read or page fault of a memory map reaches the file system: pread
@@ -128,6 +129,11 @@ func (f *FS) FailRead(name string, off int64) error {
 	s.mu.Unlock()
 	return f.dropCache(name)
 }
+
+// Evict drops the kernel's cached pages of name, mapped ones included, as
+// memory pressure would: the next read of each page reaches the file
+// system, and after a lost write-back finds what the disk holds.
+func (f *FS) Evict(name string) error { return f.dropCache(name) }
 
 // Heal undoes FailRead and LoseWriteBack not yet triggered.
 func (f *FS) Heal(name string) error {

@@ -140,11 +140,25 @@ func TestALostWriteBackLosesNoAcknowledgedWrite(t *testing.T) {
 			t.Fatalf("no sync of the database file came while the loss was armed (checkpoints: %+v)", db.Stats().Checkpoints)
 		}
 		write(after)
+		// The kernel needs the memory: the pages the disk lost are read
+		// from it again, with what it holds.
+		if err := m.Evict("lost.db"); err != nil {
+			t.Fatal(err)
+		}
 		var live int64
 		if err := db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
 			return rx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&live)
 		}); err != nil || live != total {
-			t.Fatalf("a live read: %d rows, %v; want %d", live, err, total)
+			t.Fatalf("a live read once the kernel dropped the lost pages: %d rows, %v; want %d", live, err, total)
+		}
+		// So does another process, through pread and through a map
+		// (read-only: its Close must not checkpoint, from a descriptor that
+		// never saw the failure).
+		for _, memoryMap := range []bool{false, true} {
+			want := fmt.Sprintf("read ok %d", total*1000)
+			if out, err := childReads(t, "file:"+filepath.Join(m.Dir, "lost.db")+"?mode=ro", memoryMap); err != nil || out != want {
+				t.Errorf("another process's read (MemoryMap %v) once the kernel dropped the lost pages: %v, %q; want %s", memoryMap, err, out, want)
+			}
 		}
 		if err := db.Close(); !errors.Is(err, sqlitedb.ErrSyncFailed) {
 			t.Errorf("Close after a lost write-back: %v, want ErrSyncFailed", err)
@@ -218,7 +232,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// childRead opens path and reads every row of t, then prints what
+// childRead opens path (a file's path or a DSN) and reads every row of t, then prints what
 // happened: "read ok N" or "read error: …". A read error through a
 // memory map kills the process (SIGBUS) before it prints.
 func childRead(path string, memoryMap bool) {
@@ -238,6 +252,18 @@ func childRead(path string, memoryMap bool) {
 		fmt.Println("read ok", sum)
 	}
 	db.Close()
+}
+
+// childReads runs childRead on path (or a DSN) in another process and returns what it
+// printed.
+func childReads(t *testing.T, path string, memoryMap bool) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+path, fmt.Sprintf("FAULTFS_CHILD_MAP=%d", map[bool]int{true: 1}[memoryMap]))
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
 }
 
 // A read I/O error is an error for the statement that met it, never a
@@ -270,12 +296,7 @@ func TestAReadErrorIsAnErrorNotACrash(t *testing.T) {
 	}
 	read := func(memoryMap bool) (string, error) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(ctx, within)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"="+path, fmt.Sprintf("FAULTFS_CHILD_MAP=%d", map[bool]int{true: 1}[memoryMap]))
-		out, err := cmd.CombinedOutput()
-		return strings.TrimSpace(string(out)), err
+		return childReads(t, path, memoryMap)
 	}
 	// A page in the middle of the table.
 	if err := m.FailRead("read.db", 40*4096+100); err != nil {
