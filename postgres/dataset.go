@@ -27,9 +27,11 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 			return err
 		}
 		// The title keys are checked after dedupeKeys, below: a data set
-		// may hold titles that are one, stored before migration 0005.
-		// Look-alike screen names are kept as they are.
-		if _, err := tx.Exec(ctx, `SET CONSTRAINTS index_posts_on_title_key DEFERRED`); err != nil {
+		// may hold titles that are one, stored before migration 0005. So
+		// their unique constraint is dropped for the copy and added back
+		// (all in this transaction). Look-alike screen names are kept as
+		// they are.
+		if _, err := tx.Exec(ctx, `ALTER TABLE posts DROP CONSTRAINT index_posts_on_title_key`); err != nil {
 			return err
 		}
 		copies := []struct {
@@ -73,7 +75,7 @@ func (db *DB) ImportStream(ctx context.Context, s loremnews.DatasetStream) error
 				return fmt.Errorf("look-alike keys: %w", err)
 			}
 		}
-		if _, err := tx.Exec(ctx, `SET CONSTRAINTS index_posts_on_title_key IMMEDIATE`); err != nil {
+		if _, err := tx.Exec(ctx, `ALTER TABLE posts ADD CONSTRAINT index_posts_on_title_key UNIQUE (title_key)`); err != nil {
 			return uniqueError(err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE users SET posts_count = (SELECT count(*) FROM posts WHERE posts.user_id = users.id)`); err != nil {

@@ -83,6 +83,52 @@ func TestNoDeadlocks(t *testing.T) {
 	}
 }
 
+// TestLookAlikeTitlesNeverDeadlock creates look-alike titles (one title
+// key) from eight goroutines at once, round after round: one of each round
+// is stored, the others are refused as taken, and PostgreSQL never finds a
+// deadlock. (With the key's constraint DEFERRABLE, each insert waited at
+// its statement's end for the others, and they deadlocked.)
+func TestLookAlikeTitlesNeverDeadlock(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	author := storetest.MustCreateUser(t, db, "author")
+	for round := range 10 {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		created, refused := 0, 0
+		start := make(chan struct{})
+		for i := range 8 {
+			wg.Go(func() {
+				<-start
+				// Another case, more spaces between the words: one key.
+				title := fmt.Sprintf("Look-alike%stitle %d", strings.Repeat(" ", 1+i/2), round)
+				if i%2 == 1 {
+					title = strings.ToUpper(title)
+				}
+				_, err := db.CreatePost(ctx, author.ID, loremnews.PostInput{Title: title})
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					created++
+				case loremnews.ErrorCode(err) == loremnews.EINVALID && strings.Contains(err.Error(), "already been taken"):
+					refused++
+				default:
+					t.Errorf("round %d: %q: %v", round, title, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if created != 1 || refused != 7 {
+			t.Fatalf("round %d: %d look-alike titles stored, %d refused; want 1 and 7", round, created, refused)
+		}
+	}
+	if s := db.Stats(); s.Deadlocks != 0 {
+		t.Fatalf("%d deadlocks (%d retries) among look-alike titles created at once", s.Deadlocks, s.Retries)
+	}
+}
+
 // TestLockTimeoutIsUnavailable holds a row lock longer than the writer
 // timeout: the waiting write answers EUNAVAILABLE (a 503), not a 500.
 func TestLockTimeoutIsUnavailable(t *testing.T) {

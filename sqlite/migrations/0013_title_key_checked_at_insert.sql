@@ -1,0 +1,4 @@
+-- As PostgreSQL's 0013_title_key_checked_at_insert.sql, which makes its
+-- title key's constraint checked at each insert instead of DEFERRABLE.
+-- Nothing changes here: SQLite's unique index on the title key (0012) is
+-- checked as each row is written, by one writer at a time.
