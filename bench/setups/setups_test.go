@@ -2,6 +2,7 @@ package setups
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/sqlite"
+	"github.com/loremnews/loremnews/sqlitedb"
 	"github.com/loremnews/loremnews/storetest"
 )
 
@@ -138,16 +140,33 @@ func pragmaOnEveryConn(tb testing.TB, e sqlite.Engine, name string) []string {
 	errs := make([]error, n)
 	for i := range n {
 		done.Go(func() {
-			errs[i] = e.Read(context.Background(), func(ctx context.Context, q sqlite.Querier) error {
+			// A read that fails before its function runs (a busy
+			// connection's open) arrives too, or the others would wait
+			// for it for ever.
+			var arrive sync.Once
+			defer arrive.Do(arrived.Done)
+			read := func(ctx context.Context, q sqlite.Querier) error {
 				var v string
-				err := q.QueryRow(ctx, "PRAGMA "+name).Scan(&v)
+				if err := q.QueryRow(ctx, "PRAGMA "+name).Scan(&v); err != nil {
+					return err
+				}
 				mu.Lock()
 				vals = append(vals, v)
 				mu.Unlock()
-				arrived.Done()
+				arrive.Do(arrived.Done)
 				arrived.Wait()
-				return err
-			})
+				return nil
+			}
+			// With enhanced's busy timeout of 0 (its own retries are for
+			// writes), connections opened at once may meet SQLITE_BUSY
+			// while another builds the WAL's index: tried again.
+			for try := 0; ; try++ {
+				errs[i] = e.Read(context.Background(), read)
+				if !errors.Is(errs[i], sqlitedb.ErrBusy) || try == 100 {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
 		})
 	}
 	done.Wait()
