@@ -70,10 +70,14 @@
 //     never unmaps them while they are open, and copies each page from the
 //     map. SQLite's own map (PRAGMA mmap_size) does not help here: it
 //     unmaps the whole file each time the cache is emptied, so every page
-//     faults again. It is not the default because what it saves is small
-//     next to a request's other work, and a read error through a map is a
-//     SIGBUS that ends the program, where a pread's EIO fails one
-//     statement. Stats().Mapped says which files are mapped.
+//     faults again. A read the kernel cannot serve through the map (EIO,
+//     a file cut short outside SQLite) raises SIGBUS, which would end a Go
+//     program; every copy from the map is guarded, and the fault turns
+//     into a pread of those bytes, so the statement gets the error it
+//     gets without the map. It is not the default because what it saves
+//     is small next to a request's other work, and it installs a SIGBUS
+//     handler in the process (which passes every other SIGBUS to Go's).
+//     Stats().Mapped says which files are mapped.
 //   - Other processes may open the file at any time, as with SQLite
 //     itself: the sqlite3 shell, a script, a backup or replication tool
 //     such as Litestream, a second process of yours during a deploy. They
@@ -205,18 +209,17 @@
 //     process's own memory. Each mapped file reserves 64 GiB of address space (not
 //     memory); beyond that, and on systems other than unix, pages are read
 //     with pread.
-//   - With Options.MemoryMap, a read of the map past the end of the file,
-//     or of a page the disk cannot read, kills the process with SIGBUS.
-//     The map serves only bytes below the size this process last saw,
-//     lowered before each truncation it makes, and SQLite's locks keep
-//     every truncation SQLite makes, from any process, away from bytes a
-//     reader still needs; a program that truncates the file outside SQLite
-//     (copying another file over a live database, which corrupts it
-//     anyway), or a failing disk, can crash the process, as with SQLite's
-//     own memory map.
-//   - After ErrSyncFailed, pages the kernel could not write back stay in
-//     its cache; should it evict them before the process restarts, a read
-//     may find the old page. Restart promptly.
+//   - With Options.MemoryMap, the process's SIGBUS handler is the
+//     package's (it passes every SIGBUS that is not a guarded copy's to
+//     the one before it): a program that sets its own SIGBUS handler after
+//     the first such open takes the guard away, and a read error through
+//     the map then ends the process, as with SQLite's own memory map.
+//   - After ErrSyncFailed, reads find every page written since the last
+//     good sync in the WAL, not in the file (the WAL index's count of
+//     copied frames is set back to zero, in every process). A read
+//     transaction that had begun before the failed sync still looks only
+//     past the old count, and may find a page the disk lost. Restart
+//     promptly: the next open copies the whole WAL again.
 //   - It uses the SQLite that go-sqlite3 compiles in: the functions it calls
 //     are the driver's, built with the program's CGO_CFLAGS, so
 //     compile-time options are set in one place and there is one SQLite in

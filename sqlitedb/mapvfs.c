@@ -37,10 +37,14 @@
 //     wrote), a truncation through this VFS lowers it before the
 //     truncation, and every other read goes to pread. SQLite's locks keep
 //     truncations by SQLite, in any process (checkpoints, VACUUM), away
-//     from bytes a reader still needs. A program that truncates the file
-//     outside SQLite's locking while this process reads the truncated part
-//     is the one case it cannot see; SQLite's own memory map has the same
-//     limit (sqlite.org/mmap.html).
+//     from bytes a reader still needs.
+//   - A read error is an error, as with pread, not the end of the process.
+//     A page the kernel cannot read for the map (the disk answered EIO; a
+//     program cut the file outside SQLite's locking, which the size above
+//     cannot see) raises SIGBUS, where SQLite's own memory map dies
+//     (sqlite.org/mmap.html). Each copy from the map is guarded (see
+//     guarded_copy): the fault jumps back into the read, which reads those
+//     bytes with pread instead and answers what the unix VFS would.
 //   - Writes are the unix VFS's own, one call each, so an error is returned
 //     by the call that caused it, and no byte SQLite believes written waits
 //     in a buffer.
@@ -48,7 +52,10 @@
 // Everything else is the unix VFS's own code: the file object is the unix
 // VFS's, followed by a few bytes of ours, and only xClose, xRead, xWrite
 // and xTruncate are replaced, in a copy of its method table.
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -104,6 +111,79 @@ static struct {
 static lite_mapstate *state_of(sqlite3_file *f) { return (lite_mapstate *)((char *)f + state_offset); }
 
 static sqlite3_int64 load64(sqlite3_int64 *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
+// The guarded copy. A read through a memory map that the kernel cannot
+// satisfy (the disk answered EIO; the file was cut shorter behind the
+// map's back) is not an error code but a SIGBUS, and a SIGBUS in cgo code
+// ends a Go program. So each copy from a map runs under a guard: this
+// thread's guard names the map's address range and where to jump, and
+// the process's SIGBUS handler, when the fault is a guarded copy's on this
+// thread, restores the signal mask the fault interrupted and jumps back
+// into map_read, which then reads those bytes with the unix VFS's own
+// pread: the statement gets the error SQLite's reads always give (EIO is
+// SQLITE_IOERR_CORRUPTFS), or the bytes, if the disk answers this time.
+// Any other SIGBUS goes to the handler that was there before this one,
+// Go's, with its arguments unchanged, as Go's documentation asks of a
+// handler installed by C code (os/signal, "Go programs that use cgo"):
+// Go's runtime.SetPanicOnFault and its crash reports work as before.
+// sigsetjmp without the signal mask costs a few stores and no system
+// call; the mask is restored by the handler, only when a copy faulted.
+typedef struct lite_guard {
+	sigjmp_buf jump;
+	const unsigned char *lo, *hi; // the map's range
+} lite_guard;
+
+// initial-exec: a signal handler must not meet a lazily allocated TLS block.
+static __thread lite_guard *volatile guard __attribute__((tls_model("initial-exec")));
+static struct sigaction before_sigbus; // the SIGBUS handler before ours
+static pthread_once_t sigbus_once = PTHREAD_ONCE_INIT;
+static int sigbus_ok;                  // 1 once ours is installed
+
+static void on_sigbus(int sig, siginfo_t *info, void *uc) {
+	lite_guard *g = guard;
+	const unsigned char *at = (const unsigned char *)info->si_addr;
+	if (g && at >= g->lo && at < g->hi) {
+		guard = 0;
+		pthread_sigmask(SIG_SETMASK, &((ucontext_t *)uc)->uc_sigmask, 0);
+		siglongjmp(g->jump, 1);
+	}
+	if (before_sigbus.sa_flags & SA_SIGINFO) {
+		before_sigbus.sa_sigaction(sig, info, uc);
+	} else if (before_sigbus.sa_handler != SIG_DFL && before_sigbus.sa_handler != SIG_IGN) {
+		before_sigbus.sa_handler(sig);
+	} else {
+		// No handler before: the default action, once this returns and
+		// the access faults again.
+		signal(SIGBUS, SIG_DFL);
+	}
+}
+
+static void install_sigbus(void) {
+	struct sigaction sa;
+	if (sigaction(SIGBUS, 0, &before_sigbus) != 0) return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	// Go's handlers run on the thread's signal stack, with every signal
+	// blocked; so does this one.
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	sigbus_ok = sigaction(SIGBUS, &sa, 0) == 0;
+}
+
+// guarded_copy copies amt bytes at off from m into buf and answers 1, or
+// answers 0 if the copy faulted (buf then holds part of the bytes).
+static int guarded_copy(lite_map *m, void *buf, int amt, sqlite3_int64 off) {
+	lite_guard g;
+	g.lo = m->base;
+	g.hi = m->base + MAP_RESERVE;
+	if (sigsetjmp(g.jump, 0) != 0) return 0;
+	guard = &g;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	memcpy(buf, m->base + off, (size_t)amt);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	guard = 0;
+	return 1;
+}
 
 // map_acquire returns the map of the file whose descriptor (the unix VFS's
 // own) is fd, creating it if this is the first connection to the file, or
@@ -184,8 +264,12 @@ static int map_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off) {
 			if (s->base->xFileSize(f, &size) == LITE_OK) set_size(m, size, 1);
 		}
 		if (off + amt <= load64(&m->size)) {
-			memcpy(buf, m->base + off, (size_t)amt);
-			return LITE_OK;
+			if (guarded_copy(m, buf, amt, off)) return LITE_OK;
+			// The page could not be read through the map: the file's
+			// size again (it may have been cut), and the unix VFS's
+			// read, which answers what the disk does.
+			sqlite3_int64 size;
+			if (s->base->xFileSize(f, &size) == LITE_OK) set_size(m, size, 0);
 		}
 	}
 	return s->base->xRead(f, buf, amt, off);
@@ -253,6 +337,8 @@ static int map_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int fla
 // address space (no room to reserve), or a default VFS that is not unix.
 int lite_map_register(void) {
 	if (sizeof(void *) < 8) return LITE_ERROR;
+	pthread_once(&sigbus_once, install_sigbus);
+	if (!sigbus_ok) return LITE_ERROR;
 	base_vfs = sqlite3_vfs_find(0);
 	if (!base_vfs || strcmp(base_vfs->zName, "unix") != 0) return LITE_ERROR;
 	map_vfs = *base_vfs;

@@ -10,11 +10,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/loremnews/loremnews/sqlitedb"
 )
@@ -205,12 +208,13 @@ func TestMapsAreSharedAndReleased(t *testing.T) {
 }
 
 // A file that shrinks under readers must never be read past its end
-// through the map (that would kill the process with SIGBUS): VACUUM and
+// through the map (that faults, and the read would fail): VACUUM and
 // TRUNCATE checkpoints shrink the database file and the WAL while readers
 // loop, and every reader must see a whole snapshot, before or after.
 // (SQLite's locks already keep a truncation away from bytes a reader still
 // needs; the map's size, lowered before each truncation, is a second
-// guard. Reading past the size the map last saw does kill this test.)
+// guard. A read past the end of the file would fault, and its pread
+// would fail this test.)
 func TestMappedReadsSurviveTruncation(t *testing.T) {
 	db, path := openDB(t, &sqlitedb.Options{ReadConns: 4, MemoryMap: true})
 	mustExec(t, db, `CREATE TABLE b (id INTEGER PRIMARY KEY, data BLOB NOT NULL)`)
@@ -344,4 +348,98 @@ func TestCommittedWALIsInTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a transaction larger than the page cache, its pages written twice")
+}
+
+// A page the map cannot serve is an error for the statement that read it,
+// never a SIGBUS that ends the process: here the WAL is cut short by a
+// program outside SQLite's locking while the WAL index and the map still
+// hold its frames (the one case the map's size cannot see coming; a
+// failing disk's EIO is the other, in the faultfs module's tests). The
+// read that meets the missing frames fails, the process lives, and once
+// the file is whole again, reads are right again.
+func TestAPageTheMapCannotServeIsAnError(t *testing.T) {
+	db, path := openDB(t, &sqlitedb.Options{ReadConns: 1, MemoryMap: true})
+	mustExec(t, db, `CREATE TABLE b (id INTEGER PRIMARY KEY, data BLOB NOT NULL)`)
+	mustExec(t, db, `CREATE TABLE t0 (n INTEGER)`)
+	fillBlobs(t, db, 0, 300, 300)
+	read := func() (string, int, error) {
+		var sum string
+		var n int
+		err := db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
+			var err error
+			sum, n, err = digest(ctx, rxRows(rx))
+			return err
+		})
+		return sum, n, err
+	}
+	want, n, err := read()
+	if err != nil || n != 300 {
+		t.Fatalf("the first read: %d rows, %v", n, err)
+	}
+	if !db.Stats().Mapped.WAL || mappedKiB(t, path+"-wal") == 0 {
+		t.Fatal("the WAL is not read through the map: the test would prove nothing")
+	}
+	// A commit empties the reader's page cache; then the WAL is cut to
+	// its header behind SQLite's back.
+	mustExec(t, db, `INSERT INTO t0 VALUES (1)`)
+	whole, err := os.ReadFile(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path+"-wal", 32); err != nil {
+		t.Fatal(err)
+	}
+	if _, n, err := read(); err == nil {
+		t.Fatalf("a read of frames cut from the WAL: %d rows and no error, want an error", n)
+	} else {
+		t.Logf("the read of the cut WAL: %v", err)
+	}
+	if err := os.WriteFile(path+"-wal", whole, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, n, err := read(); err != nil || got != want {
+		t.Fatalf("a read once the WAL is whole again: %d rows, %v (same rows: %v)", n, err, got == want)
+	}
+}
+
+// faultSink keeps the compiler from leaving out the faulting read.
+var faultSink byte
+
+// The SIGBUS handler the map's guarded copy installs passes every other
+// SIGBUS to Go's: a fault of Go code on a map of its own is still Go's
+// runtime.Error (with debug.SetPanicOnFault), as without the package.
+func TestOtherFaultsStillReachGo(t *testing.T) {
+	db, path := openDB(t, &sqlitedb.Options{MemoryMap: true})
+	mustExec(t, db, `CREATE TABLE t (n INTEGER)`)
+	if !db.Stats().Mapped.Database {
+		t.Fatalf("%s is not mapped: the package's handler may not be installed", path)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "fault")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	page := os.Getpagesize()
+	if err := f.Truncate(int64(page)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := syscall.Mmap(int(f.Fd()), 0, 2*page, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(b)
+	fault := func() (r any) {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() { r = recover() }()
+		faultSink = b[page] // past the end of the file: SIGBUS
+		return nil
+	}
+	r := fault()
+	addr, ok := r.(interface{ Addr() uintptr })
+	if !ok {
+		t.Fatalf("a fault past the end of a mapped file: recovered %v (%T), want Go's runtime.Error with its address", r, r)
+	}
+	if want := uintptr(unsafe.Pointer(&b[page])); addr.Addr() != want {
+		t.Fatalf("the fault's address: %#x, want %#x", addr.Addr(), want)
+	}
 }

@@ -44,12 +44,13 @@ type Options struct {
 	// which copies each page a connection reads from one memory map of the
 	// database file and one of its WAL per process, instead of SQLite's
 	// own reads (a pread per page; the default). It saves those system
-	// calls, which matters little next to the rest of a request's work.
-	// The risk: a read I/O error through a memory map (a failing disk, a
-	// file truncated outside SQLite) is not an error SQLite can return but
-	// a SIGBUS, which ends the program, where a pread's EIO fails the
-	// statement that met it. A DSN's vfs parameter (vfs=sqlitedb,
-	// vfs=unix) decides instead, if given.
+	// calls. A read the map cannot serve (a failing disk's EIO, a file cut
+	// short outside SQLite) faults with SIGBUS; each copy is guarded, so
+	// the fault becomes that page's pread, and its error the statement's,
+	// as without the map: the process lives. The guard is a SIGBUS handler
+	// for the process, installed at the first open with MemoryMap, that
+	// passes every other SIGBUS to the handler before it (Go's). A DSN's
+	// vfs parameter (vfs=sqlitedb, vfs=unix) decides instead, if given.
 	MemoryMap bool
 
 	// ConnectHook, if set, runs on every connection the package opens,

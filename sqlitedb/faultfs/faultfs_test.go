@@ -267,12 +267,13 @@ func childReads(t *testing.T, path string, memoryMap bool) (string, error) {
 }
 
 // A read I/O error is an error for the statement that met it, never a
-// crash of the process, with the package's default reads (SQLite's own):
-// a page that cannot be read fails the read, with an error that names the
-// system call's EIO, the process lives, and once the disk reads again, so does the database.
-// With Options.MemoryMap the same error ends the process with SIGBUS, as
-// the option's documentation warns. Each read runs in a child process,
-// where a SIGBUS can be seen as what it is.
+// crash of the process, with SQLite's own reads and with Options.MemoryMap
+// alike: a page that cannot be read fails the read, with an error that
+// names the system call's EIO, the process lives, and once the disk reads
+// again, so does the database. Through a memory map the kernel answers
+// such a read with SIGBUS, which would end the process without the
+// package's guarded copy; so each read runs in a child process, where a
+// SIGBUS would be seen as what it is.
 func TestAReadErrorIsAnErrorNotACrash(t *testing.T) {
 	m := mount(t)
 	ctx := context.Background()
@@ -309,10 +310,12 @@ func TestAReadErrorIsAnErrorNotACrash(t *testing.T) {
 	if err != nil || !strings.Contains(out, "read error") || !strings.Contains(out, "input/output error") {
 		t.Errorf("reading a page that cannot be read: the process ended with %v and printed %q, want the read to fail naming the I/O error, and the process to live", err, out)
 	}
+	// Through the memory map the page faults (SIGBUS); the package's
+	// guarded copy turns that into the same read, by pread, and the same
+	// error.
 	out, err = read(true)
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || !strings.Contains(out, "SIGBUS") {
-		t.Errorf("reading a page that cannot be read through the memory map: %v, %.200q; want the process killed by SIGBUS, as MemoryMap's documentation says", err, out)
+	if err != nil || !strings.Contains(out, "read error") || !strings.Contains(out, "input/output error") {
+		t.Errorf("reading a page that cannot be read through the memory map: the process ended with %v and printed %.300q, want the read to fail naming the I/O error, and the process to live", err, out)
 	}
 	if err := m.Heal("read.db"); err != nil {
 		t.Fatal(err)
