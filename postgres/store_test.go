@@ -93,33 +93,15 @@ func TestLookAlikeTitlesNeverDeadlock(t *testing.T) {
 	db := MustOpenDB(t)
 	author := storetest.MustCreateUser(t, db, "author")
 	for round := range 10 {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		created, refused := 0, 0
-		start := make(chan struct{})
-		for i := range 8 {
-			wg.Go(func() {
-				<-start
-				// Another case, more spaces between the words: one key.
-				title := fmt.Sprintf("Look-alike%stitle %d", strings.Repeat(" ", 1+i/2), round)
-				if i%2 == 1 {
-					title = strings.ToUpper(title)
-				}
-				_, err := db.CreatePost(ctx, author.ID, loremnews.PostInput{Title: title})
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					created++
-				case loremnews.ErrorCode(err) == loremnews.EINVALID && strings.Contains(err.Error(), "already been taken"):
-					refused++
-				default:
-					t.Errorf("round %d: %q: %v", round, title, err)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+		created, refused := storetest.Race(t, 8, func(i int) error {
+			// Another case, more spaces between the words: one key.
+			title := fmt.Sprintf("Look-alike%stitle %d", strings.Repeat(" ", 1+i/2), round)
+			if i%2 == 1 {
+				title = strings.ToUpper(title)
+			}
+			_, err := db.CreatePost(ctx, author.ID, loremnews.PostInput{Title: title})
+			return err
+		}, func(msg string) bool { return strings.Contains(msg, "already been taken") })
 		if created != 1 || refused != 7 {
 			t.Fatalf("round %d: %d look-alike titles stored, %d refused; want 1 and 7", round, created, refused)
 		}

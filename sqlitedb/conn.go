@@ -38,14 +38,21 @@ static void lite_unwatch_wal(sqlite3 *db, int *frames) {
 	free(frames);
 }
 
+// lite_main_file sets *f to the connection's own file object of its main
+// database, with its methods.
+static int lite_main_file(sqlite3 *db, sqlite3_file **f) {
+	int rc = sqlite3_file_control(db, "main", LITE_FCNTL_FILE_POINTER, f);
+	if (rc != LITE_OK) return rc;
+	return *f && (*f)->pMethods ? LITE_OK : LITE_ERROR;
+}
+
 // lite_sync_main flushes the main database file to disk, as SQLite does
 // after a checkpoint that copied the whole WAL (xSync of the connection's
 // own file object; the connection must be idle and used by one thread).
 static int lite_sync_main(sqlite3 *db) {
 	sqlite3_file *f = 0;
-	int rc = sqlite3_file_control(db, "main", LITE_FCNTL_FILE_POINTER, &f);
+	int rc = lite_main_file(db, &f);
 	if (rc != LITE_OK) return rc;
-	if (!f || !f->pMethods) return LITE_ERROR;
 	return f->pMethods->xSync(f, LITE_SYNC_NORMAL);
 }
 
@@ -61,9 +68,9 @@ static int lite_sync_main(sqlite3 *db) {
 static int lite_forget_copied(sqlite3 *db) {
 	sqlite3_file *f = 0;
 	volatile void *index = 0;
-	int rc = sqlite3_file_control(db, "main", LITE_FCNTL_FILE_POINTER, &f);
+	int rc = lite_main_file(db, &f);
 	if (rc != LITE_OK) return rc;
-	if (!f || !f->pMethods || f->pMethods->iVersion < 2) return LITE_ERROR;
+	if (f->pMethods->iVersion < 2) return LITE_ERROR;
 	rc = f->pMethods->xShmMap(f, 0, 32768, 0, &index);
 	if (rc != LITE_OK) return rc;
 	if (!index) return LITE_ERROR;

@@ -144,7 +144,7 @@ func testConcurrentLookAlikes(t *testing.T, open Opener) {
 			fmt.Sprintf("leo%d", round), fmt.Sprintf("Ieo%d", round), fmt.Sprintf("1eo%d", round),
 			fmt.Sprintf("le0%d", round), fmt.Sprintf("Ie0%d", round), fmt.Sprintf("1e0%d", round),
 		}
-		created, refused := race(t, len(names), func(i int) error {
+		created, refused := Race(t, len(names), func(i int) error {
 			_, err := db.CreateUser(ctx, names[i], "digest")
 			return err
 		}, nameTaken)
@@ -155,7 +155,7 @@ func testConcurrentLookAlikes(t *testing.T, open Opener) {
 			fmt.Sprintf("Test title %d", round), fmt.Sprintf("TEST TITLE %d", round), fmt.Sprintf("Test  title %d", round),
 			fmt.Sprintf("test title %d", round), fmt.Sprintf(" Test title %d", round), fmt.Sprintf("Ｔｅｓｔ title %d", round),
 		}
-		created, refused = race(t, len(titles), func(i int) error {
+		created, refused = Race(t, len(titles), func(i int) error {
 			_, err := db.CreatePost(ctx, author.ID, loremnews.PostInput{Title: titles[i]})
 			return err
 		}, func(msg string) bool { return msg == titleTaken })
@@ -169,11 +169,11 @@ func testConcurrentLookAlikes(t *testing.T, open Opener) {
 	}
 }
 
-// race runs create(0) … create(n-1) at once, each in a goroutine released
+// Race runs create(0) … create(n-1) at once, each in a goroutine released
 // together, and counts those that succeeded and those refused with a
 // message taken accepts. A busy database (EUNAVAILABLE: the naive SQLite profile's
 // SQLITE_BUSY) is tried again; any other error fails the test.
-func race(t *testing.T, n int, create func(i int) error, taken func(string) bool) (created, refused int) {
+func Race(t *testing.T, n int, create func(i int) error, taken func(string) bool) (created, refused int) {
 	t.Helper()
 	var (
 		wg    sync.WaitGroup
