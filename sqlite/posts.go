@@ -49,33 +49,55 @@ const (
 // queryPosts lists post summaries (id, author, title, comment count,
 // creation time) from index_posts_listing, with their authors' screen
 // names from nm; tail is the WHERE/ORDER/LIMIT part.
-func queryPosts(ctx context.Context, q Querier, nm *names, tail string, args ...any) ([]*loremnews.Post, error) {
+func queryPosts(ctx context.Context, q Querier, nm *names, tail string, limit int, args ...any) ([]*loremnews.Post, error) {
 	rows, err := q.Query(ctx, postsListingSQL+tail, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	// The rows and their authors are read into one slice of values, and
+	// pointed at once it stops growing: a listing costs a few allocations,
+	// not two structs a row.
+	type postAndAuthor struct {
+		post   loremnews.Post
+		author loremnews.User
+	}
 	var (
-		posts   []*loremnews.Post
-		authors []*loremnews.User
+		read                []postAndAuthor
+		id, userID, created int64
+		title               string
+		count               int
 	)
+	read = make([]postAndAuthor, 0, rowsHint(limit))
+	dest := []any{&id, &userID, &title, &count, &created}
 	for rows.Next() {
-		p := &loremnews.Post{Author: &loremnews.User{}}
-		var created int64
-		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &created); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		p.Author.ID = p.UserID
-		p.CreatedAt = nanotime.Time(created)
-		posts = append(posts, p)
-		authors = append(authors, p.Author)
+		read = append(read, postAndAuthor{
+			post:   loremnews.Post{ID: id, UserID: userID, Title: title, CommentsCount: count, CreatedAt: nanotime.Time(created)},
+			author: loremnews.User{ID: userID},
+		})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	rows.Close()
+	if len(read) == 0 {
+		return nil, nil
+	}
+	posts := make([]*loremnews.Post, len(read))
+	authors := make([]*loremnews.User, len(read))
+	for i := range read {
+		posts[i], authors[i] = &read[i].post, &read[i].author
+		posts[i].Author = authors[i]
+	}
 	return posts, nm.fill(ctx, q, authors, nil)
 }
+
+// rowsHint is the capacity to read a listing of at most limit rows into:
+// limit itself, unless it is no real bound.
+func rowsHint(limit int) int { return max(0, min(limit, 500)) }
 
 // findPost reads a post with its author's screen name (from nm; nil in a
 // write transaction).
@@ -207,7 +229,7 @@ func deletePost(ctx context.Context, tx Execer, id int64) error {
 func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
 	err := db.read(ctx, func(ctx context.Context, q Querier) (err error) {
-		posts, err = queryPosts(ctx, q, db.names, frontPageTail, beforeID, limit)
+		posts, err = queryPosts(ctx, q, db.names, frontPageTail, limit, beforeID, limit)
 		return err
 	})
 	if err != nil {
@@ -303,16 +325,37 @@ func queryPostComments(ctx context.Context, q Querier, p *loremnews.Post, before
 		return nil, err
 	}
 	defer rows.Close()
-	var comments []*loremnews.Comment
+	// Values first, pointers once the slice stops growing (see queryPosts).
+	type commentAndAuthor struct {
+		comment loremnews.Comment
+		author  loremnews.User
+	}
+	var (
+		read                []commentAndAuthor
+		id, userID, created int64
+		body                string
+	)
+	read = make([]commentAndAuthor, 0, rowsHint(limit))
+	dest := []any{&id, &userID, &body, &created}
 	for rows.Next() {
-		c := &loremnews.Comment{PostID: p.ID, Post: p, Author: &loremnews.User{}}
-		var created int64
-		if err := rows.Scan(&c.ID, &c.UserID, &c.Body, &created); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		c.CreatedAt = nanotime.Time(created)
-		c.Author.ID = c.UserID
-		comments = append(comments, c)
+		read = append(read, commentAndAuthor{
+			comment: loremnews.Comment{ID: id, PostID: p.ID, UserID: userID, Body: body, CreatedAt: nanotime.Time(created), Post: p},
+			author:  loremnews.User{ID: userID},
+		})
 	}
-	return comments, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(read) == 0 {
+		return nil, nil
+	}
+	comments := make([]*loremnews.Comment, len(read))
+	for i := range read {
+		comments[i] = &read[i].comment
+		comments[i].Author = &read[i].author
+	}
+	return comments, nil
 }

@@ -299,17 +299,32 @@ func queryUserPosts(ctx context.Context, q Querier, author *loremnews.User, befo
 		return nil, err
 	}
 	defer rows.Close()
-	var posts []*loremnews.Post
+	// Values first, pointers once the slice stops growing (see queryPosts).
+	var (
+		read                []loremnews.Post
+		id, userID, created int64
+		title               string
+		count               int
+	)
+	read = make([]loremnews.Post, 0, rowsHint(limit))
+	dest := []any{&id, &userID, &title, &count, &created}
 	for rows.Next() {
-		p := &loremnews.Post{Author: author}
-		var created int64
-		if err := rows.Scan(&p.ID, &p.UserID, &p.Title, &p.CommentsCount, &created); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		p.CreatedAt = nanotime.Time(created)
-		posts = append(posts, p)
+		read = append(read, loremnews.Post{ID: id, UserID: userID, Title: title, CommentsCount: count, CreatedAt: nanotime.Time(created), Author: author})
 	}
-	return posts, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(read) == 0 {
+		return nil, nil
+	}
+	posts := make([]*loremnews.Post, len(read))
+	for i := range read {
+		posts[i] = &read[i]
+	}
+	return posts, nil
 }
 
 // queryUserComments lists a user's comments with their posts' titles
@@ -320,24 +335,39 @@ func queryUserComments(ctx context.Context, q Querier, nm *names, author *loremn
 		return nil, err
 	}
 	defer rows.Close()
+	// Values first, pointers once the slice stops growing (see queryPosts).
+	type commentAndPost struct {
+		comment loremnews.Comment
+		post    loremnews.Post
+	}
 	var (
-		comments []*loremnews.Comment
-		posts    []*loremnews.Post
+		read                []commentAndPost
+		id, postID, created int64
+		body                string
 	)
+	read = make([]commentAndPost, 0, rowsHint(limit))
+	dest := []any{&id, &postID, &body, &created}
 	for rows.Next() {
-		c := &loremnews.Comment{UserID: author.ID, Author: author, Post: &loremnews.Post{}}
-		var created int64
-		if err := rows.Scan(&c.ID, &c.PostID, &c.Body, &created); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		c.CreatedAt = nanotime.Time(created)
-		c.Post.ID = c.PostID
-		comments = append(comments, c)
-		posts = append(posts, c.Post)
+		read = append(read, commentAndPost{
+			comment: loremnews.Comment{ID: id, PostID: postID, UserID: author.ID, Body: body, CreatedAt: nanotime.Time(created), Author: author},
+			post:    loremnews.Post{ID: postID},
+		})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	rows.Close()
+	if len(read) == 0 {
+		return nil, nil
+	}
+	comments := make([]*loremnews.Comment, len(read))
+	posts := make([]*loremnews.Post, len(read))
+	for i := range read {
+		comments[i], posts[i] = &read[i].comment, &read[i].post
+		comments[i].Post = posts[i]
+	}
 	return comments, nm.fill(ctx, q, nil, posts)
 }
