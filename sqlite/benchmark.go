@@ -28,10 +28,12 @@ func (db *DB) Benchmark() loremnews.BenchmarkStore { return &Benchmark{db: db} }
 // first row if rows after it were deleted meanwhile. table is one of our own
 // constants, never user input.
 func pickRandomID(ctx context.Context, q Querier, table string) (int64, error) {
+	pick, ok := picks[table]
+	if !ok {
+		pick = pickSQLFor(table)
+	}
 	var lo, hi sql.NullInt64
-	// Two subqueries, not "SELECT min(id), max(id)": SQLite answers a lone
-	// min() or max() from the b-tree's edge, but scans the table for both.
-	if err := q.QueryRow(ctx, `SELECT (SELECT min(id) FROM `+table+`), (SELECT max(id) FROM `+table+`)`).Scan(&lo, &hi); err != nil {
+	if err := q.QueryRow(ctx, pick.bounds).Scan(&lo, &hi); err != nil {
 		return 0, err
 	}
 	if !lo.Valid {
@@ -39,14 +41,35 @@ func pickRandomID(ctx context.Context, q Querier, table string) (int64, error) {
 	}
 	target := lo.Int64 + rand.Int64N(hi.Int64-lo.Int64+1)
 	var id int64
-	err := q.QueryRow(ctx, `SELECT id FROM `+table+` WHERE id >= ? ORDER BY id LIMIT 1`, target).Scan(&id)
+	err := q.QueryRow(ctx, pick.atOrAfter, target).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = q.QueryRow(ctx, `SELECT id FROM `+table+` ORDER BY id LIMIT 1`).Scan(&id)
+		err = q.QueryRow(ctx, pick.first).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, loremnews.Errorf(loremnews.ENOTFOUND, "There are no %s to pick from.", table)
 		}
 	}
 	return id, err
+}
+
+// pickSQL is pickRandomID's statements for one table.
+type pickSQL struct{ bounds, atOrAfter, first string }
+
+// picks holds pickSQL for the tables the actions pick from, so a pick
+// builds no query text (a touch runs one inside the writer's turn).
+var picks = map[string]pickSQL{
+	"users":    pickSQLFor("users"),
+	"posts":    pickSQLFor("posts"),
+	"comments": pickSQLFor("comments"),
+}
+
+func pickSQLFor(table string) pickSQL {
+	return pickSQL{
+		// Two subqueries, not "SELECT min(id), max(id)": SQLite answers a lone
+		// min() or max() from the b-tree's edge, but scans the table for both.
+		bounds:    `SELECT (SELECT min(id) FROM ` + table + `), (SELECT max(id) FROM ` + table + `)`,
+		atOrAfter: `SELECT id FROM ` + table + ` WHERE id >= ? ORDER BY id LIMIT 1`,
+		first:     `SELECT id FROM ` + table + ` ORDER BY id LIMIT 1`,
+	}
 }
 
 // touchRandomUser picks a random user (pickRandomID) and sets its
