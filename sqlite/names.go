@@ -56,7 +56,7 @@ func (n *names) fill(ctx context.Context, q Querier, users []*loremnews.User, po
 	// want[0] are the users' names, want[1] the posts' titles: each a
 	// row's id and where its name goes, read by nameQueries[i] and kept in
 	// the cache's map i.
-	var want [2][]named
+	want := [2][]named{make([]named, 0, len(users)), make([]named, 0, len(posts))}
 	for _, u := range users {
 		want[0] = append(want[0], named{u.ID, &u.ScreenName})
 	}
