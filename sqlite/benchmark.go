@@ -232,7 +232,7 @@ func (b *Benchmark) ListPosts(ctx context.Context, limit int) (int64, []*loremne
 			from += rand.Int64N(hi.Int64 - lo.Int64 + 1)
 		}
 		var err error
-		posts, err = queryPosts(ctx, q, b.db.names, fromIDTail, limit, from, limit)
+		posts, err = queryPosts(ctx, q, b.db.names, fromIDTail, from, limit)
 		return err
 	})
 	if err != nil {

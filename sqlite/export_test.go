@@ -162,7 +162,7 @@ func (db *DB) fillAuthors(ctx context.Context, rx *sqlitedb.Rx, posts []*loremne
 // ListingThroughHandle reads the same rows as PostsBefore does: through
 // sqlitedb's handle (Rx.Query).
 func (db *DB) ListingThroughHandle(ctx context.Context, rx *sqlitedb.Rx, beforeID int64, limit int) ([]*loremnews.Post, error) {
-	return queryPosts(ctx, sqlitedbRx{rx}, db.names, listingTail, limit, beforeID, limit)
+	return queryPosts(ctx, sqlitedbRx{rx}, db.names, listingTail, beforeID, limit)
 }
 
 // ListingThroughSQL reads PostsBefore's rows through database/sql.

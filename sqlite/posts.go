@@ -48,9 +48,10 @@ const (
 
 // queryPosts lists post summaries (id, author, title, comment count,
 // creation time) from index_posts_listing, with their authors' screen
-// names from nm; tail is the WHERE/ORDER/LIMIT part.
-func queryPosts(ctx context.Context, q Querier, nm *names, tail string, limit int, args ...any) ([]*loremnews.Post, error) {
-	rows, err := q.Query(ctx, postsListingSQL+tail, args...)
+// names from nm; tail is the WHERE/ORDER/LIMIT part, which takes an id
+// and the limit (frontPageTail, fromIDTail).
+func queryPosts(ctx context.Context, q Querier, nm *names, tail string, id int64, limit int) ([]*loremnews.Post, error) {
+	rows, err := q.Query(ctx, postsListingSQL+tail, id, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -63,19 +64,19 @@ func queryPosts(ctx context.Context, q Querier, nm *names, tail string, limit in
 		author loremnews.User
 	}
 	var (
-		read                []postAndAuthor
-		id, userID, created int64
-		title               string
-		count               int
+		read                    []postAndAuthor
+		postID, userID, created int64
+		title                   string
+		count                   int
 	)
 	read = make([]postAndAuthor, 0, rowsHint(limit))
-	dest := []any{&id, &userID, &title, &count, &created}
+	dest := []any{&postID, &userID, &title, &count, &created}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		read = append(read, postAndAuthor{
-			post:   loremnews.Post{ID: id, UserID: userID, Title: title, CommentsCount: count, CreatedAt: nanotime.Time(created)},
+			post:   loremnews.Post{ID: postID, UserID: userID, Title: title, CommentsCount: count, CreatedAt: nanotime.Time(created)},
 			author: loremnews.User{ID: userID},
 		})
 	}
@@ -229,7 +230,7 @@ func deletePost(ctx context.Context, tx Execer, id int64) error {
 func (db *DB) PostsBefore(ctx context.Context, beforeID int64, limit int) ([]*loremnews.Post, error) {
 	var posts []*loremnews.Post
 	err := db.read(ctx, func(ctx context.Context, q Querier) (err error) {
-		posts, err = queryPosts(ctx, q, db.names, frontPageTail, limit, beforeID, limit)
+		posts, err = queryPosts(ctx, q, db.names, frontPageTail, beforeID, limit)
 		return err
 	})
 	if err != nil {
