@@ -72,8 +72,20 @@ type DB struct {
 // the queue off: the writers of several processes then poll for SQLite's
 // lock every millisecond, in no order. Where the queue cannot be set up
 // (not Linux; a network or FUSE file system, whose shared maps and locks
-// it cannot count on; a file it cannot create), writers poll, and
-// Stats().Writer.Queue says why.
+// it cannot count on; a file it cannot create, or a full disk), writers
+// poll, and Stats().Writer.Queue and a log line say why.
+//
+// The queue's file is handled as SQLite handles its -shm: it is beside
+// the database file's real path (every path to one file, symbolic links
+// included, finds one queue); a symbolic link at its name is never
+// followed; its mode and owner are set only by the call that created it;
+// only a regular file with one link, of the database's owner (or this
+// process's user) and of a queue's size is used. A queue file deleted or
+// replaced while processes run is noticed at the next turn, and the one
+// at the path used instead; one cut short or overwritten turns the queue
+// off in every process using it, which goes on polling. Waiting for the
+// lock that guards the file's set-up is bounded by ctx (Open fails with
+// its error) and Options.Timeout (the queue is then off).
 //
 // The package sets _txlock, _busy_timeout and _timeout itself and refuses
 // them; other parameters go to github.com/mattn/go-sqlite3, which hands the
@@ -147,14 +159,17 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 	}
 	queueState := "off: _writers=poll"
 	if !d.pollWriters {
-		q, err := openProcessQueue(d.path)
-		if err != nil {
+		q, err := openProcessQueue(ctx, d.path, o.Timeout)
+		switch {
+		case err == nil:
+			db.queue, queueState = q, "on"
+		case ctx.Err() != nil:
+			return fail("open", err)
+		default:
 			queueState = "off: " + err.Error()
 			if !errors.Is(err, errQueueRemote) {
 				slog.Warn("sqlitedb: the writers of several processes will poll for the lock", "path", d.path, "err", err)
 			}
-		} else {
-			db.queue, queueState = q, "on"
 		}
 	}
 	db.writer = newWriter(writerConfig{pool: db.writeDB, timeout: o.Timeout, owner: db,

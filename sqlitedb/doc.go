@@ -142,8 +142,10 @@
 // Stats returns the counters to watch (writer queue depth, turns, waits,
 // abandoned writes, commits, busy retries and errors, checkpoints, reads that
 // waited for a connection); package sqlitedbprom exports them to
-// Prometheus. A Write or Coalesce called inside a write fails at once: it
-// would wait for its own turn.
+// Prometheus. A Write or Coalesce called inside a write's function fails
+// at once, whatever ctx it is given: it would wait for its own turn. (One
+// called from another goroutine that the function waits for cannot be
+// told from any other write: it waits until Timeout.)
 //
 // # Handles
 //

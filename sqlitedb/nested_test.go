@@ -13,7 +13,8 @@ import (
 )
 
 // A Write or Coalesce called inside a write fails at once, instead of
-// waiting behind the write that called it until the timeout; the outer
+// waiting behind the write that called it until the timeout, whether it is
+// given the function's ctx or another (the request's, say); the outer
 // write still commits.
 func TestNestedWriteFailsAtOnce(t *testing.T) {
 	for _, m := range writerModes {
@@ -28,18 +29,21 @@ func TestNestedWriteFailsAtOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			var inner, innerCoalesce error
+			var inner, innerCoalesce, outerCtx, outerCtxCoalesce error
 			start := time.Now()
-			err = m.write(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+			request := context.WithValue(ctx, struct{}{}, "the request's ctx")
+			err = m.write(db, request, func(ctx context.Context, tx *sqlitedb.Tx) error {
 				inner = m.write(db, ctx, func(context.Context, *sqlitedb.Tx) error { return nil })
 				innerCoalesce = db.Coalesce(ctx, func(context.Context, *sqlitedb.Tx) error { return nil })
+				outerCtx = m.write(db, request, func(context.Context, *sqlitedb.Tx) error { return nil })
+				outerCtxCoalesce = db.Coalesce(request, func(context.Context, *sqlitedb.Tx) error { return nil })
 				_, err := tx.Exec(ctx, `INSERT INTO t VALUES (1)`)
 				return err
 			})
 			if err != nil {
 				t.Fatalf("outer write: %v", err)
 			}
-			for _, e := range []error{inner, innerCoalesce} {
+			for _, e := range []error{inner, innerCoalesce, outerCtx, outerCtxCoalesce} {
 				if e == nil || !strings.Contains(e.Error(), "inside a write") {
 					t.Errorf("nested call after %v: %v, want an error saying it was called inside a write", time.Since(start), e)
 				}

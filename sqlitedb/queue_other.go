@@ -3,6 +3,7 @@
 package sqlitedb
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -16,12 +17,19 @@ var errQueueUnavailable = errors.New("no queue across processes on this system (
 // errQueueRemote: elsewhere than Linux, there is no queue to say more of.
 var errQueueRemote = errQueueUnavailable
 
+// errQueueOff: a queue that was on turned off; there is none to.
+var errQueueOff = errQueueUnavailable
+
+const queueLockWait = 0
+
 var (
 	errTurnNotYet  = errors.New("the turn did not come")
 	errTurnGivenUp = errors.New("gave up the turn")
 )
 
-func openProcessQueue(string) (*processQueue, error) { return nil, errQueueUnavailable }
+func openProcessQueue(context.Context, string, time.Duration) (*processQueue, error) {
+	return nil, errQueueUnavailable
+}
 
 func (*processQueue) take(time.Duration) (int64, error) { return 0, errQueueUnavailable }
 func (*processQueue) wait(int64, time.Time, <-chan struct{}) (bool, error) {

@@ -374,6 +374,9 @@ func queueChild(dsn, role string) {
 		fmt.Fprintf(os.Stderr, "%s: %s: %v\n", role, what, err)
 		os.Exit(2)
 	}
+	if role == "stop holding the first lock" {
+		stopHoldingFirstLock(dsn)
+	}
 	db, err := sqlitedb.Open(ctx, dsn, nil)
 	if err != nil {
 		fail("open", err)
@@ -413,4 +416,58 @@ func queueChild(dsn, role string) {
 	b, _ := json.Marshal(queueReport{Name: name, Commits: n, TurnWaits: s.TurnWaits, MaxTurnWait: s.MaxTurnWait, MaxWait: s.MaxWait, Queue: s.Queue})
 	fmt.Println(string(b))
 	os.Exit(0)
+}
+
+// A write's wait for SQLite's lock, while a program outside the queue
+// holds it (here a DB with _writers=poll), ends when the write's ctx
+// ends: the caller gets ctx's error, not the lock's after Timeout.
+func TestPollingWriteLeavesWithItsCtx(t *testing.T) {
+	holder, path := openDB(t, nil)
+	createT(t, holder)
+	poller := openMore(t, "file:"+path+"?_writers=poll", &sqlitedb.Options{Timeout: within})
+	let := holdTurn(t, holder)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err := poller.Write(ctx, insert(1))
+	if lerr := let(); lerr != nil {
+		t.Fatal(lerr)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a write whose ctx ended while it polled for the lock: %v; want the ctx's error", err)
+	}
+	if n := queryInt(t, holder, `SELECT count(*) FROM t WHERE n = 1`); n != 0 {
+		t.Fatalf("the write that left was committed")
+	}
+}
+
+// Options.Timeout bounds a write's whole wait, from Write: its wait for
+// this process's writer and its wait for the turn among processes share
+// one deadline. A second write queued behind one that waits for another
+// process's turn fails at its own deadline, not a Timeout after the
+// writer took it (which would be half as long again here).
+func TestTimeoutBoundsTheWholeWait(t *testing.T) {
+	const timeout = 2 * time.Second
+	holder, path := openDB(t, nil)
+	createT(t, holder)
+	waiter := openMore(t, path, &sqlitedb.Options{Timeout: timeout})
+	let := holdTurn(t, holder)
+	defer let()
+	first := make(chan error, 1)
+	go func() { first <- waiter.Write(context.Background(), insert(1)) }()
+	waitTickets(t, path, 2)
+	time.Sleep(timeout / 2)
+	start := time.Now()
+	err := waiter.Write(context.Background(), insert(2))
+	took := time.Since(start)
+	if !errors.Is(err, sqlitedb.ErrTimeout) {
+		t.Fatalf("the second write: %v; want ErrTimeout", err)
+	}
+	if err := receive(t, first, "the first write"); !errors.Is(err, sqlitedb.ErrTimeout) {
+		t.Fatalf("the first write: %v; want ErrTimeout", err)
+	}
+	// Its deadline is Timeout after it was submitted; without one
+	// deadline for the whole wait it failed 1.5 Timeouts after.
+	if took > timeout*5/4 {
+		t.Fatalf("the second write failed %v after it was submitted, with a Timeout of %v", took, timeout)
+	}
 }

@@ -113,7 +113,10 @@ func (db *DB) leaveRead() { <-db.readers }
 // valid only while fn runs (see Tx).
 //
 // A write whose ctx ends, or that waits longer than Options.Timeout,
-// before its turn never runs (ctx's error, or ErrTimeout). fn's ctx keeps
+// before its turn never runs (ctx's error, or ErrTimeout). Timeout bounds
+// the whole wait: for the writer of this process, for the turn among the
+// processes on the file, and for SQLite's lock while a program outside the
+// queue holds it. fn's ctx keeps
 // ctx's values but is not cancelled; Write watches ctx instead: if it ends
 // while fn runs, the statement running is interrupted, the transaction
 // rolls back, and Write returns an error wrapping ctx.Err(). In Coalesce,
@@ -154,6 +157,9 @@ func (db *DB) write(ctx context.Context, fn func(context.Context, *Tx) error, co
 	if db.readOnly {
 		return ErrReadOnly
 	}
+	if db.writer.onFnGoroutine() {
+		return errNested // called with another ctx than fn's: found all the same
+	}
 	queue := db.writer.queue
 	if coalesce {
 		queue = db.writer.coalesced
@@ -166,7 +172,8 @@ func (db *DB) write(ctx context.Context, fn func(context.Context, *Tx) error, co
 }
 
 // errNested answers a Write or Coalesce called from inside a write's
-// function: it would wait for its own turn, behind the write that called
+// function (with the ctx fn was given, or any other, on the goroutine fn
+// runs on): it would wait for its own turn, behind the write that called
 // it, until Timeout.
 var errNested = errors.New("sqlitedb: Write or Coalesce called inside a write on the same DB; run the statements on the write's tx instead")
 

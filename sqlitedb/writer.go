@@ -3,11 +3,15 @@
 package sqlitedb
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,9 +92,16 @@ type writer struct {
 	// may run in it. Writer goroutine only.
 	turn struct {
 		held   bool
+		queue  *processQueue // the queue the turn is of
 		ticket int64
 		left   int
 	}
+
+	// goid is the writer goroutine's id (run sets it); inFn is goid while
+	// a write's function runs on it, else 0: a Write called from the
+	// function is found by it, whatever ctx it passes (onFnGoroutine).
+	goid uint64
+	inFn atomic.Uint64
 
 	mu    sync.Mutex
 	stats WriterStats
@@ -105,7 +116,9 @@ type writerConfig struct {
 	committed   func()              // after each commit, the connection back in the pool
 	busyRetries *atomic.Int64       // BEGINs retried while another process held the lock
 	// queue hands out the turns among the processes writing the file; nil:
-	// the writer polls for SQLite's lock alone (queueState says why).
+	// the writer polls for SQLite's lock alone (queueState says why). The
+	// writer goroutine sets it to nil if the queue turns off while it runs
+	// (queueFailed).
 	queue      *processQueue
 	queueState string
 }
@@ -159,6 +172,7 @@ const (
 func newWriter(cfg writerConfig) *writer {
 	wr := &writer{cfg: cfg, queue: make(chan *pendingWrite, 4096), coalesced: make(chan *pendingWrite, 4096),
 		stop: make(chan struct{}), stopped: make(chan struct{})}
+	wr.stats.Queue = cfg.queueState
 	go wr.run()
 	return wr
 }
@@ -218,6 +232,7 @@ func (wr *writer) wait(ctx context.Context, w *pendingWrite, queue chan *pending
 // the goroutine (runtime.Goexit), call has cleaned up after it, and a new
 // goroutine goes on.
 func (wr *writer) run() {
+	wr.goid = goroutineID()
 	returned := false
 	defer func() {
 		if !returned {
@@ -352,11 +367,17 @@ func (wr *writer) transact(batch []*pendingWrite, kind batchKind, lostBefore boo
 			w.answer(err)
 		}
 	}
+	// The wait for the turn among processes and for SQLite's lock ends
+	// when the write's caller leaves (an ordinary write's ctx; coalesced
+	// writes are shared, and wait for them all), or Options.Timeout after
+	// the first write of the batch was submitted: Timeout bounds the
+	// whole wait, in this process and the others.
 	var leave <-chan struct{}
 	if kind == ownTxn {
 		leave = batch[0].ctx.Done()
 	}
-	if err := wr.takeTurn(leave); err != nil {
+	deadline := batch[0].queued.Add(wr.cfg.timeout)
+	if err := wr.takeTurn(leave, deadline); err != nil {
 		if errors.Is(err, errTurnGivenUp) {
 			err = fmt.Errorf("left while waiting for the write turn among processes: %w", batch[0].ctx.Err())
 		}
@@ -367,8 +388,11 @@ func (wr *writer) transact(batch []*pendingWrite, kind batchKind, lostBefore boo
 		failAll(err)
 		return nil, false
 	}
-	conn, txn, err := wr.begin()
+	conn, txn, err := wr.begin(leave, deadline)
 	if err != nil {
+		if errors.Is(err, errTurnGivenUp) {
+			err = fmt.Errorf("left while waiting for SQLite's write lock, which another program held: %w", batch[0].ctx.Err())
+		}
 		failAll(err)
 		return nil, false
 	}
@@ -458,7 +482,9 @@ func callerError(w *pendingWrite, err error) error {
 func (wr *writer) call(w *pendingWrite, conn *sql.Conn, txn *txnMark, interrupt bool) (err error) {
 	tx := &Tx{Rx{conn: conn, txn: *txn}}
 	returned := false
+	wr.inFn.Store(wr.goid)
 	defer func() {
+		wr.inFn.Store(0)
 		tx.conn = nil
 		txn.lost = tx.txn.lost
 		if returned {
@@ -478,6 +504,26 @@ func (wr *writer) call(w *pendingWrite, conn *sql.Conn, txn *txnMark, interrupt 
 	err = w.fn(ctx, tx)
 	returned = true
 	return err
+}
+
+// onFnGoroutine reports whether the calling goroutine is the writer's,
+// running a write's function. Only then is the goroutine's id looked up
+// (runtime.Stack's first line: a microsecond or two).
+func (wr *writer) onFnGoroutine() bool {
+	g := wr.inFn.Load()
+	return g != 0 && g == goroutineID()
+}
+
+// goroutineID is the calling goroutine's id, from the first line of its
+// stack ("goroutine 42 [running]:").
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := bytes.TrimPrefix(buf[:runtime.Stack(buf[:], false)], []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, _ := strconv.ParseUint(string(b), 10, 64)
+	return id
 }
 
 // errGoexit answers a write whose function called runtime.Goexit.
@@ -502,7 +548,7 @@ func (wr *writer) afterGoexit(w *pendingWrite) {
 
 // takeTurn waits for this process's turn to write among the processes
 // using the package on the file, if they queue (see processQueue), up to
-// the timeout or until leave is closed. A turn, once come, is kept for the
+// deadline or until leave is closed. A turn, once come, is kept for the
 // transactions of the writes that were waiting in this process when it
 // came, and for later ones while no other process has asked for it (run
 // ends it when neither is left; see turnOver): each process is served in
@@ -511,7 +557,7 @@ func (wr *writer) afterGoexit(w *pendingWrite) {
 // time. The queue only orders the processes: if it fails (a
 // lock the kernel refuses), the write goes on without a turn, polling for
 // SQLite's lock as it would without a queue, and QueueErrors counts it.
-func (wr *writer) takeTurn(leave <-chan struct{}) error {
+func (wr *writer) takeTurn(leave <-chan struct{}, deadline time.Time) error {
 	q := wr.cfg.queue
 	if q == nil {
 		return nil
@@ -520,32 +566,50 @@ func (wr *writer) takeTurn(leave <-chan struct{}) error {
 		wr.turn.left--
 		return nil
 	}
-	t, err := q.take(wr.cfg.timeout)
+	t, err := q.take(min(time.Until(deadline), queueLockWait))
 	if err != nil {
-		wr.count(func(s *WriterStats) { s.QueueErrors++ })
+		wr.queueFailed(err)
 		return nil
 	}
 	start := time.Now()
-	waited, err := q.wait(t, start.Add(wr.cfg.timeout), leave)
+	waited, err := q.wait(t, deadline, leave)
 	if waited {
 		d := time.Since(start)
 		wr.count(func(s *WriterStats) { s.TurnWaits++; s.TurnWaited += d; s.MaxTurnWait = max(s.MaxTurnWait, d) })
 	}
 	switch {
 	case err == nil:
-		wr.turn.held, wr.turn.ticket, wr.turn.left = true, t, len(wr.queue)+len(wr.coalesced)
+		wr.turn.held, wr.turn.queue, wr.turn.ticket, wr.turn.left = true, q, t, len(wr.queue)+len(wr.coalesced)
 		return nil
 	case errors.Is(err, errTurnNotYet):
 		q.release(t)
-		return fmt.Errorf("waited %v for the write turn among the processes on the file: %w", wr.cfg.timeout, ErrTimeout)
+		return fmt.Errorf("waited %v for the write turn among the processes on the file (Timeout %v): %w", time.Since(deadline.Add(-wr.cfg.timeout)).Round(time.Millisecond), wr.cfg.timeout, ErrTimeout)
 	case errors.Is(err, errTurnGivenUp):
 		q.release(t)
 		return err
 	default:
 		q.release(t)
-		wr.count(func(s *WriterStats) { s.QueueErrors++ })
+		wr.queueFailed(err)
 		return nil
 	}
+}
+
+// queueFailed counts a transaction that goes on without a turn because
+// the queue failed (err), and turns the queue off if err says it is off
+// for good: the writer polls for SQLite's lock from then on, and Stats
+// and the log say why.
+func (wr *writer) queueFailed(err error) {
+	off := errors.Is(err, errQueueOff)
+	if off {
+		wr.cfg.queue = nil
+		slog.Warn("sqlitedb: the queue across processes turned off; the writers poll for the lock", "err", err)
+	}
+	wr.count(func(s *WriterStats) {
+		s.QueueErrors++
+		if off {
+			s.Queue = "off: " + err.Error()
+		}
+	})
 }
 
 // turnOver reports whether the turn is to be handed on: this process has
@@ -557,32 +621,32 @@ func (wr *writer) turnOver() bool {
 	if len(wr.queue)+len(wr.coalesced) == 0 {
 		return true
 	}
-	return wr.turn.left <= 0 && wr.cfg.queue.waitingAfter(wr.turn.ticket)
+	return wr.turn.left <= 0 && wr.turn.queue.waitingAfter(wr.turn.ticket)
 }
 
 // endTurn gives this process's turn up, if it holds one.
 func (wr *writer) endTurn() {
 	if wr.turn.held {
-		wr.cfg.queue.release(wr.turn.ticket)
+		wr.turn.queue.release(wr.turn.ticket)
 		wr.turn.held = false
 	}
 }
 
 // begin takes the write connection and starts a write transaction on it,
 // BEGIN IMMEDIATE, retrying while another process holds SQLite's write
-// lock, and closes the connection's commit gate: from then on only the
+// lock (up to deadline, or until leave is closed: errTurnGivenUp), and closes the connection's commit gate: from then on only the
 // writer's own COMMIT (execCommit) commits on it, until close opens it
 // for Close's own statements. The transaction is
 // run on the connection itself, not a *sql.Tx: database/sql starts a
 // goroutine for every *sql.Tx (to roll it back if its context ends) and
 // one for every query inside one, and a write here is never cancelled.
-func (wr *writer) begin() (*sql.Conn, txnMark, error) {
+func (wr *writer) begin(leave <-chan struct{}, deadline time.Time) (*sql.Conn, txnMark, error) {
 	conn, err := wr.cfg.pool.Conn(context.Background())
 	if err != nil {
 		return nil, txnMark{}, err
 	}
 	var txn txnMark
-	err = wr.whileBusy(func() (err error) {
+	err = wr.whileBusyUntil(leave, deadline, func() (err error) {
 		txn, err = markTxn(conn, `BEGIN IMMEDIATE`)
 		return err
 	})
@@ -715,7 +779,13 @@ func voidFailedCommit(conn *sql.Conn, wait func(try func() error) error) error {
 // Unlike SQLite's busy handler it does not back off, so the writer that
 // has waited longest is not the one that polls least often.
 func (wr *writer) whileBusy(try func() error) error {
-	var deadline time.Time
+	return wr.whileBusyUntil(nil, time.Time{}, try)
+}
+
+// whileBusyUntil is whileBusy up to deadline (zero: the timeout after the
+// first busy error) or until leave is closed (errTurnGivenUp).
+func (wr *writer) whileBusyUntil(leave <-chan struct{}, deadline time.Time, try func() error) error {
+	var poll *time.Timer
 	for {
 		err := try()
 		if err == nil || !IsBusy(err) {
@@ -727,7 +797,17 @@ func (wr *writer) whileBusy(try func() error) error {
 			return err
 		}
 		wr.cfg.busyRetries.Add(1)
-		time.Sleep(busyInterval)
+		if poll == nil {
+			poll = time.NewTimer(busyInterval)
+			defer poll.Stop()
+		} else {
+			poll.Reset(busyInterval)
+		}
+		select {
+		case <-poll.C:
+		case <-leave:
+			return errTurnGivenUp
+		}
 	}
 }
 
@@ -786,7 +866,6 @@ func (wr *writer) snapshot() WriterStats {
 	defer wr.mu.Unlock()
 	s := wr.stats
 	s.Depth = len(wr.queue) + len(wr.coalesced)
-	s.Queue = wr.cfg.queueState
 	return s
 }
 
