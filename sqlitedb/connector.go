@@ -90,7 +90,7 @@ func newConnector(d dsn, cfg connectorConfig) *connector {
 	}
 	hook := func(c *sqlite3.SQLiteConn) error {
 		for i, s := range stmts {
-			if _, err := c.Exec(s, nil); err != nil {
+			if err := execWhileBusy(c, s, openTimeout); err != nil {
 				return fmt.Errorf("%s: %w", s, err)
 			}
 			if err := checkPragma(c, set[i]); err != nil {
@@ -110,6 +110,21 @@ func newConnector(d dsn, cfg connectorConfig) *connector {
 		return nil
 	}
 	return &connector{dsn: "file:" + d.path + "?" + p.Encode(), driver: &sqlite3.SQLiteDriver{ConnectHook: hook}}
+}
+
+// execWhileBusy runs the statement s on c, again while it fails with
+// SQLITE_BUSY, up to within. SQLite's busy handler does not cover every
+// such failure: a connection switching a new file to WAL while another
+// connection of a process opening it at the same moment reads its header
+// gets SQLITE_BUSY at once (SQLite gives up rather than risk a deadlock).
+func execWhileBusy(c *sqlite3.SQLiteConn, s string, within time.Duration) error {
+	for deadline := time.Now().Add(within); ; {
+		_, err := c.Exec(s, nil)
+		if err == nil || !IsBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (c *connector) Connect(context.Context) (driver.Conn, error) {
