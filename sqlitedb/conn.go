@@ -88,12 +88,16 @@ static sqlite3 *lite_handle_from(sqlite3_int64 h) { return (sqlite3 *)(intptr_t)
 static int lite_commit_hook(void *p) { return ((lite_hooks *)p)->allow_commit ? 0 : 1; }
 static void lite_rollback_hook(void *p) { ((lite_hooks *)p)->rollbacks++; }
 
-static lite_hooks *lite_set_hooks(sqlite3 *db) {
+// lite_set_hooks sets the connection's commit and rollback hooks, and
+// says in *had which of them were set before (1: commit, 2: rollback),
+// each of which it replaced: SQLite keeps one of each per connection.
+static lite_hooks *lite_set_hooks(sqlite3 *db, int *had) {
 	lite_hooks *h = calloc(1, sizeof(lite_hooks));
 	if (!h) return 0;
 	h->allow_commit = 1;
-	sqlite3_commit_hook(db, lite_commit_hook, h);
-	sqlite3_rollback_hook(db, lite_rollback_hook, h);
+	*had = 0;
+	if (sqlite3_commit_hook(db, lite_commit_hook, h)) *had |= 1;
+	if (sqlite3_rollback_hook(db, lite_rollback_hook, h)) *had |= 2;
 	return h;
 }
 
@@ -141,6 +145,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -194,10 +199,29 @@ func newDriverConn(c *sqlite3.SQLiteConn) (*driverConn, error) {
 		return nil, fmt.Errorf("sqlitedb: read the connection handle: got %v", v[0])
 	}
 	dc := &driverConn{SQLiteConn: c, handle: C.lite_handle_from(C.sqlite3_int64(h)), stmts: map[string]*C.sqlite3_stmt{}}
-	if dc.hooks = C.lite_set_hooks(dc.handle); dc.hooks == nil {
+	var had C.int
+	if dc.hooks = C.lite_set_hooks(dc.handle, &had); dc.hooks == nil {
 		return nil, errors.New("sqlitedb: set the connection's hooks: out of memory")
 	}
+	if had != 0 {
+		C.lite_unset_hooks(dc.handle, dc.hooks)
+		dc.hooks = nil
+		return nil, errHookTaken(had)
+	}
 	return dc, nil
+}
+
+// errHookTaken is the error of a connection whose ConnectHook set a commit
+// hook (had&1) or a rollback hook (had&2).
+func errHookTaken(had C.int) error {
+	var names []string
+	if had&1 != 0 {
+		names = append(names, "a commit hook (RegisterCommitHook)")
+	}
+	if had&2 != 0 {
+		names = append(names, "a rollback hook (RegisterRollbackHook)")
+	}
+	return fmt.Errorf("sqlitedb: ConnectHook set %s: SQLite keeps one of each per connection, and the package's own are what stop a commit outside the writer's and tell it when SQLite rolled a transaction back; run what the hook would after Write returns instead", strings.Join(names, " and "))
 }
 
 // Close finalizes the handles' statements, then closes the connection.

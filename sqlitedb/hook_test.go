@@ -113,3 +113,26 @@ func TestConnectHook(t *testing.T) {
 		t.Fatalf("Open with a failing hook: %v, want it to fail naming the hook", err)
 	}
 }
+
+// A ConnectHook that sets a commit or rollback hook fails Open, naming
+// the hook and why: SQLite keeps one of each per connection, and the
+// package's would replace it without a word (the hook would never run).
+func TestConnectHookCommitHookRefused(t *testing.T) {
+	cases := map[string]func(c *sqlite3.SQLiteConn){
+		"commit hook":   func(c *sqlite3.SQLiteConn) { c.RegisterCommitHook(func() int { return 0 }) },
+		"rollback hook": func(c *sqlite3.SQLiteConn) { c.RegisterRollbackHook(func() {}) },
+	}
+	for name, set := range cases {
+		t.Run(name, func(t *testing.T) {
+			db, err := sqlitedb.Open(context.Background(), filepath.Join(t.TempDir(), "h.db"), &sqlitedb.Options{
+				ConnectHook: func(c *sqlite3.SQLiteConn) error { set(c); return nil }})
+			if err == nil {
+				db.Close()
+				t.Fatalf("Open with a ConnectHook that sets a %s succeeded; the hook would never run", name)
+			}
+			if !strings.Contains(err.Error(), "ConnectHook set a "+name) {
+				t.Fatalf("Open with a ConnectHook that sets a %s: %v; want an error naming it", name, err)
+			}
+		})
+	}
+}

@@ -58,7 +58,9 @@ type Options struct {
 	// the caller's: the place to register SQL functions, collations or
 	// virtual tables (go-sqlite3's RegisterFunc and friends), which SQLite
 	// keeps per connection. If it fails, so does opening the connection
-	// (and Open, for the first ones).
+	// (and Open, for the first ones). It must not set a commit or rollback
+	// hook: those are the package's (its commit gate), and a connection
+	// whose hook set one fails to open, saying so.
 	ConnectHook func(*sqlite3.SQLiteConn) error
 
 	// Setup, if set, runs once when the database opens, before any read or
