@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -251,10 +250,7 @@ func openBackupDest(tmp string) (*sqlite3.SQLiteConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A URI, with the path escaped, so that no character of it ('?', '#',
-	// '%') is read as part of the URI's syntax.
-	uri := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath()
-	c, err := (&sqlite3.SQLiteDriver{}).Open(uri)
+	c, err := (&sqlite3.SQLiteDriver{}).Open(FileURI(abs, nil))
 	if err != nil {
 		return nil, fmt.Errorf("open the copy %s: %w", tmp, err)
 	}

@@ -109,7 +109,7 @@ func newConnector(d dsn, cfg connectorConfig) *connector {
 		}
 		return nil
 	}
-	return &connector{dsn: "file:" + d.path + "?" + p.Encode(), driver: &sqlite3.SQLiteDriver{ConnectHook: hook}}
+	return &connector{dsn: FileURI(d.path, p), driver: &sqlite3.SQLiteDriver{ConnectHook: hook}}
 }
 
 // execWhileBusy runs the statement s on c, again while it fails with

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -164,14 +165,40 @@ type dsn struct {
 
 // parseDSN splits a path or file: URI into the file path, the parameters
 // for the driver, and the _pragma=name(value) parameters.
+//
+// A plain path is the file's name, every character as it is ('#' and '%'
+// included), up to a '?' that starts its parameters. A file: URI's path is
+// read as SQLite reads it: it ends at '?' or '#', and %xx escapes stand for
+// their byte (file:a%23b.db is the file a#b.db); an authority, if any,
+// must be empty or localhost (file:///data/app.db).
 func parseDSN(s string) (dsn, error) {
 	if s == "" {
 		return dsn{}, errors.New("sqlitedb: empty database path")
 	}
-	if scheme, _, ok := strings.Cut(s, "://"); ok && !strings.ContainsAny(scheme, "/?") {
-		return dsn{}, fmt.Errorf("sqlitedb: %q is a %s URL, not a SQLite file path or file: URI", s, scheme)
+	var path, query string
+	if rest, ok := strings.CutPrefix(s, "file:"); ok {
+		rest, _, _ = strings.Cut(rest, "#")
+		rest, query, _ = strings.Cut(rest, "?")
+		if after, ok := strings.CutPrefix(rest, "//"); ok {
+			host, p, _ := strings.Cut(after, "/")
+			if host != "" && host != "localhost" {
+				return dsn{}, fmt.Errorf("sqlitedb: %q names the host %q; a file: URI's authority must be empty or localhost", s, host)
+			}
+			rest = "/" + p
+		}
+		var err error
+		if path, err = url.PathUnescape(rest); err != nil {
+			return dsn{}, fmt.Errorf("sqlitedb: bad escape in the path of %q: %w", s, err)
+		}
+		if strings.ContainsRune(path, 0) {
+			return dsn{}, fmt.Errorf("sqlitedb: the path of %q holds a NUL byte", s)
+		}
+	} else {
+		if scheme, _, ok := strings.Cut(s, "://"); ok && !strings.ContainsAny(scheme, "/?") {
+			return dsn{}, fmt.Errorf("sqlitedb: %q is a %s URL, not a SQLite file path or file: URI", s, scheme)
+		}
+		path, query, _ = strings.Cut(s, "?")
 	}
-	path, query, _ := strings.Cut(strings.TrimPrefix(s, "file:"), "?")
 	if path == "" || path == ":memory:" || strings.Contains(query, "mode=memory") {
 		// Each pooled connection would get its own empty database.
 		return dsn{}, errors.New("sqlitedb: in-memory databases are not supported; give a file path")
@@ -230,4 +257,26 @@ func (o Options) withDefaults() Options {
 		o.StatementCache = 64
 	}
 	return o
+}
+
+// FileURI is the file: URI of the database file at path, with params
+// (nil: none): every character of path that a URI would read as its
+// syntax ('?', '#', '%') is escaped, so that the URI names that file and
+// no other. Open reads it back as path and params.
+func FileURI(path string, params url.Values) string {
+	if strings.HasPrefix(path, "//") {
+		path = filepath.Clean(path) // not an authority
+	}
+	u := "file:" + (&url.URL{Path: filepath.ToSlash(path)}).EscapedPath()
+	if len(params) > 0 {
+		u += "?" + params.Encode()
+	}
+	return u
+}
+
+// DSNPath is the path of the database file a DSN names (see Open): a plain
+// path without its parameters, or a file: URI's path unescaped.
+func DSNPath(dsnString string) (string, error) {
+	d, err := parseDSN(dsnString)
+	return d.path, err
 }

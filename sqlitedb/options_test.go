@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -384,5 +385,51 @@ func TestOpenReadOnly(t *testing.T) {
 	}
 	if _, err := sqlitedb.Open(ctx, "file:"+filepath.Join(t.TempDir(), "none.db")+"?mode=ro", nil); err == nil {
 		t.Error("Open of a file that does not exist, read-only, succeeded")
+	}
+}
+
+// A plain path names the file of that name, every character of it as it
+// is: '#' and '%' are no URI syntax there, so x#1.db and x#2.db are two
+// databases and b%41.db is not bA.db. A file: URI's %xx escapes stand for
+// their bytes, as SQLite reads them; FileURI writes such a URI for any
+// path, and DSNPath reads it back.
+func TestPathsAreNotURIs(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"x#1.db", "x#2.db", "b%41.db", "q?.db", "sp ace.db"}
+	for i, name := range names {
+		path := filepath.Join(dir, name)
+		dsn := path
+		if strings.Contains(name, "?") { // a plain path's '?' starts its parameters
+			dsn = sqlitedb.FileURI(path, nil)
+		}
+		if got, err := sqlitedb.DSNPath(dsn); err != nil || got != path {
+			t.Fatalf("DSNPath(%q) = %q, %v; want %q", dsn, got, err, path)
+		}
+		db := openMore(t, dsn, nil)
+		mustExec(t, db, `CREATE TABLE t (n INTEGER)`)
+		mustExec(t, db, `INSERT INTO t VALUES (?)`, i)
+	}
+	for i, name := range names {
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		uri := sqlitedb.FileURI(path, url.Values{"mode": {"ro"}})
+		db := openMore(t, uri, nil)
+		if got := queryInts(t, db, `SELECT n FROM t`); len(got) != 1 || got[0] != int64(i) {
+			t.Fatalf("%s through %s holds %v, want [%d]: two names opened one file", name, uri, got, i)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if base, _, _ := strings.Cut(e.Name(), "-"); !slices.Contains(names, base) && !slices.Contains(names, e.Name()) {
+			t.Errorf("a file no DSN named: %s", e.Name())
+		}
+	}
+	if _, err := sqlitedb.Open(context.Background(), "file://elsewhere/"+filepath.Join(dir, "a.db"), nil); err == nil || !strings.Contains(err.Error(), "elsewhere") {
+		t.Fatalf("a file: URI naming a host: %v; want an error naming it", err)
 	}
 }

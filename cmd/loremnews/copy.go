@@ -11,6 +11,7 @@ import (
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/bench/setups"
 	"github.com/loremnews/loremnews/postgres"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // copyCommand is a parsed `loremnews copy` command line.
@@ -64,7 +65,7 @@ func parseCopyFlags(args []string, stdout io.Writer) (copyCommand, error) {
 	}
 	if !c.src.postgres() {
 		// Opening a SQLite file creates it; a source must already exist.
-		path, _, _ := strings.Cut(strings.TrimPrefix(c.src.dsn, "file:"), "?")
+		path, _ := sqlitedb.DSNPath(c.src.dsn) // validate read it already
 		if _, err := os.Stat(path); err != nil {
 			return c, &usageError{msg: fmt.Sprintf("--from %s: no such database file", path), cmd: fs.Name()}
 		}

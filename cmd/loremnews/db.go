@@ -13,6 +13,7 @@ import (
 	"github.com/loremnews/loremnews/metrics"
 	"github.com/loremnews/loremnews/postgres"
 	"github.com/loremnews/loremnews/sqlite"
+	"github.com/loremnews/loremnews/sqlitedb"
 )
 
 // dbFlags are the database flags every command that opens it shares.
@@ -76,7 +77,10 @@ func (d *dbFlags) validate(fs *flagSet) error {
 		}
 		return nil
 	}
-	path, _, _ := strings.Cut(strings.TrimPrefix(d.dsn, "file:"), "?")
+	path, err := sqlitedb.DSNPath(d.dsn)
+	if err != nil {
+		return &usageError{msg: fmt.Sprintf("--db: %v", err), cmd: fs.Name()}
+	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return &usageError{msg: fmt.Sprintf("--db %s is a directory, not a database file", path), cmd: fs.Name()}
 	}
