@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"time"
 
@@ -82,7 +83,9 @@ func (cmd backupCommand) run(ctx context.Context, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	copyDB, err := sqlite.Open(ctx, sqlite.Config{DSN: cmd.to})
+	// The copy is opened to be checked, by this process alone: its writers
+	// poll (no queue file beside it, which nothing would ever delete).
+	copyDB, err := sqlite.Open(ctx, sqlite.Config{DSN: sqlitedb.FileURI(cmd.to, url.Values{"_writers": {"poll"}})})
 	if err != nil {
 		return fmt.Errorf("open the backup: %w", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -331,6 +332,11 @@ func TestBackupUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
+	// A copy has no business with a queue across processes: nothing
+	// would ever delete its file.
+	if _, err := os.Stat(copyPath + "-queue"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the backup left %s-queue beside the copy (%v)", copyPath, err)
+	}
 	res := <-done
 	if res.Failures != 0 {
 		t.Errorf("load during backup: %d failures %v %v", res.Failures, res.StatusCodes, res.Errors)
