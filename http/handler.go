@@ -49,9 +49,9 @@ type Config struct {
 	// passwords together): past it, that browser is a stranger again, held
 	// to the account's limit, so a stolen cookie buys no more than that
 	// many guesses. Addresses are IPv4 addresses or IPv6
-	// /64s. Every limit of an account (here and below) is counted in the
-	// database, shared by every process serving it and kept across
-	// restarts; the limits of an address alone, in this process's memory.
+	// /64s. Every limit (here and below) is counted in the database,
+	// shared by every process serving it (all workers of serve --workers
+	// N) and kept across restarts and reloads.
 	SignInFailures           int
 	SignInFailuresPerIP      int
 	SignInFailuresPerAccount int
@@ -180,22 +180,22 @@ func NewHandler(store loremnews.Store, cfg Config) (*Handler, error) {
 		now:    time.Now,
 		origin: http.NewCrossOriginProtection(),
 
-		// The limits of an account (and of an account from one address)
-		// are kept in the database: every process serving it shares them,
-		// and a restart or a deploy does not reset them, so no one gets a
-		// fresh allowance of guesses at a password, or of posts, by
-		// waiting for one. The limits of an address alone stay in this
-		// process's memory: they are the first line against a flood, which
-		// they stop before it costs a write, and a row per address of a
-		// botnet would be a table the attacker could grow at will
-		// (attemptLimiter's memory is bounded, and keeps its lockouts).
+		// Every limit is kept in the database: every process serving it
+		// shares them (with --workers N, an address gets its documented
+		// allowance, not N times it), and a restart, a reload or a deploy
+		// does not reset them, so no one gets a fresh allowance of
+		// guesses at a password, of accounts, or of posts, by waiting for
+		// one. A key the database refused is refused in memory until its
+		// window ends (dbLimiter), so a flood costs no write past the
+		// limit; the rows of an address's counts go when their window ends,
+		// and each is paid for with a password check or a sign-up.
 		accountAddrFailures: newDBLimiter(store, "sign-in failures per account and address", cfg.SignInFailures, cfg.SignInWindow, cfg.Logger),
-		addrFailures:        newAttemptLimiter(cfg.SignInFailuresPerIP, cfg.SignInWindow),
+		addrFailures:        newDBLimiter(store, "failed sign-ins per address", cfg.SignInFailuresPerIP, cfg.SignInWindow, cfg.Logger),
 		accountFailures:     newDBLimiter(store, "sign-in failures per account", cfg.SignInFailuresPerAccount, cfg.SignInWindow, cfg.Logger),
 		deviceFailures:      newDBLimiter(store, "wrong passwords per device cookie", cfg.SignInFailuresPerDevice, cfg.SignInWindow, cfg.Logger),
 		accountChecks:       newDBLimiter(store, "password checks per account", cfg.PasswordChecksPerAccount, cfg.SignInWindow, cfg.Logger),
-		addrChecks:          newAttemptLimiter(cfg.PasswordChecksPerIP, cfg.SignInWindow),
-		addrSignUps:         newAttemptLimiter(cfg.SignUpsPerIP, cfg.SignUpWindow),
+		addrChecks:          newDBLimiter(store, "password checks per address", cfg.PasswordChecksPerIP, cfg.SignInWindow, cfg.Logger),
+		addrSignUps:         newDBLimiter(store, "sign-ups per address", cfg.SignUpsPerIP, cfg.SignUpWindow, cfg.Logger),
 		accountPosts:        newDBLimiter(store, "posts per account", cfg.PostsPerAccount, cfg.ContentWindow, cfg.Logger),
 		accountComments:     newDBLimiter(store, "comments per account", cfg.CommentsPerAccount, cfg.ContentWindow, cfg.Logger),
 		accountEdits:        newDBLimiter(store, "post edits per account", cfg.EditsPerAccount, cfg.ContentWindow, cfg.Logger),

@@ -1,12 +1,12 @@
 package http
 
 import (
-	"container/heap"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -34,13 +34,13 @@ func keyOf(parts ...string) limitKey {
 	return k
 }
 
-// limiter counts attempts per key in fixed windows: in this process's
-// memory (attemptLimiter), or in the database, shared by every process on
-// it and kept across restarts (dbLimiter). The handler keeps every
-// account-wide limit in the database: a restart, a deploy (serve replaces
-// itself on SIGHUP) or a second process would otherwise hand an attacker
-// a fresh allowance of guesses at an account's password. The limits by
-// address alone stay in memory (see NewHandler).
+// limiter counts attempts per key in fixed windows. The handler keeps
+// every limit in the database (dbLimiter), shared by every process serving
+// it (serve --workers N) and kept across restarts and reloads: counted in
+// a process's memory, a limit would be N times itself with N workers, and
+// a restart, a deploy (serve replaces itself on SIGHUP) or a worker
+// restarted after a crash would hand an attacker a fresh allowance of
+// guesses, or of accounts.
 type limiter interface {
 	// take takes one attempt for key; when the key has used its limit it
 	// takes nothing, and says how long until its window ends. An error
@@ -51,162 +51,21 @@ type limiter interface {
 	giveBack(ctx context.Context, key limitKey)
 }
 
-// attemptLimiter allows each key at most limit attempts in a fixed window
-// that starts at the key's first attempt. An attempt is taken (reserve)
-// before the expensive work it guards, so a burst of simultaneous requests
-// is counted as it arrives, not after each has run; an attempt that turns
-// out to be legitimate is given back (release).
-//
-// Memory is bounded: keys whose window has passed are swept on every
-// reserve, and at most maxKeys are kept. When a new key arrives at a full
-// limiter, the key with the oldest window among those still under their
-// limit is forgotten; a key that has used its limit (a locked account or
-// address) goes only when every key held is locked. So a flood of new keys
-// cannot erase a lockout: it only pushes out other keys of the flood.
-//
-// The keys are in two min-heaps by window start, open (under the limit)
-// and locked: the oldest of either is found in O(1) and moved in
-// O(log n).
-type attemptLimiter struct {
-	mu      sync.Mutex
-	limit   int
-	window  time.Duration
-	maxKeys int
-	entries map[limitKey]*attemptEntry
-	open    entryHeap // keys under their limit, oldest window first
-	locked  entryHeap // keys that have used their limit, oldest window first
-	now     func() time.Time
-}
-
-// attemptEntry is one key's count in its window.
-type attemptEntry struct {
-	key    limitKey
-	count  int
-	since  time.Time
-	index  int  // position in its heap
-	isHeld bool // in locked, not open
-}
-
-// defaultMaxKeys bounds each limiter to under 10 MB (a key costs under
-// 200 bytes with its map slot and heap slot).
-const defaultMaxKeys = 50_000
-
-func newAttemptLimiter(limit int, window time.Duration) *attemptLimiter {
-	return &attemptLimiter{limit: limit, window: window, maxKeys: defaultMaxKeys,
-		entries: map[limitKey]*attemptEntry{}, now: time.Now}
-}
-
-// reserve takes one attempt for key. When the key has used its limit it
-// takes nothing and says how long until its window ends.
-func (l *attemptLimiter) reserve(key limitKey) (ok bool, retryAfter time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	l.sweep(now)
-	e, found := l.entries[key]
-	if found && e.count >= l.limit {
-		return false, l.window - now.Sub(e.since)
-	}
-	if !found {
-		if len(l.entries) >= l.maxKeys {
-			l.evict()
-		}
-		e = &attemptEntry{key: key, since: now}
-		l.entries[key] = e
-		heap.Push(&l.open, e)
-	}
-	e.count++
-	l.place(e)
-	return true, 0
-}
-
-// release gives back an attempt reserve took for key.
-func (l *attemptLimiter) release(key limitKey) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.entries[key]; ok && e.count > 0 {
-		e.count--
-		l.place(e)
-	}
-}
-
-// take is reserve, as a limiter: memory never fails.
-func (l *attemptLimiter) take(_ context.Context, key limitKey) (bool, time.Duration, error) {
-	ok, wait := l.reserve(key)
-	return ok, wait, nil
-}
-
-// giveBack is release, as a limiter.
-func (l *attemptLimiter) giveBack(_ context.Context, key limitKey) { l.release(key) }
-
-// place moves e to the heap its count belongs in.
-func (l *attemptLimiter) place(e *attemptEntry) {
-	switch locked := e.count >= l.limit; {
-	case locked && !e.isHeld:
-		heap.Remove(&l.open, e.index)
-		e.isHeld = true
-		heap.Push(&l.locked, e)
-	case !locked && e.isHeld:
-		heap.Remove(&l.locked, e.index)
-		e.isHeld = false
-		heap.Push(&l.open, e)
-	}
-}
-
-// evict forgets one key to make room: the oldest still under its limit,
-// or, when every key is locked, the oldest locked one.
-func (l *attemptLimiter) evict() {
-	h := &l.open
-	if h.Len() == 0 {
-		h = &l.locked
-	}
-	if h.Len() > 0 {
-		delete(l.entries, heap.Pop(h).(*attemptEntry).key)
-	}
-}
-
-// sweep forgets the keys whose window has passed.
-func (l *attemptLimiter) sweep(now time.Time) {
-	for _, h := range []*entryHeap{&l.open, &l.locked} {
-		for h.Len() > 0 && now.Sub((*h)[0].since) >= l.window {
-			delete(l.entries, heap.Pop(h).(*attemptEntry).key)
-		}
-	}
-}
-
-// entryHeap is a container/heap of entries, the oldest window first.
-type entryHeap []*attemptEntry
-
-// Len, Less and Swap order the heap by window start, keeping each
-// entry's index current so heap.Remove can find it.
-func (h entryHeap) Len() int           { return len(h) }
-func (h entryHeap) Less(i, j int) bool { return h[i].since.Before(h[j].since) }
-func (h entryHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-
-// Push and Pop implement heap.Interface; use heap.Push and heap.Pop.
-func (h *entryHeap) Push(x any) {
-	e := x.(*attemptEntry)
-	e.index = len(*h)
-	*h = append(*h, e)
-}
-
-func (h *entryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return e
-}
-
 // dbLimiter keeps its counts in the database (loremnews.LimitStore), so
 // they hold across every process serving it and across restarts. Each
 // reserve and release is one short write transaction. Its rows are keyed
 // by the digest of its name and the caller's key: one table holds every
 // limiter's counts, and two limiters that count by the same thing (the
 // posts, comments and edits of one account) stay apart.
+//
+// A key the database refused is refused in this process until its window
+// ends without asking again (refused): a flood from one address, or at one
+// account, costs a write per attempt only up to the limit, in each
+// process. That memory is bounded (maxRefused keys: past it, it starts
+// again empty, and the database refuses them again) and only ever refuses
+// what the database refused: an attempt given back meanwhile by another
+// process can leave this one refusing a key with one attempt free until
+// the window ends, never the other way round.
 type dbLimiter struct {
 	store  loremnews.LimitStore
 	name   string
@@ -214,10 +73,18 @@ type dbLimiter struct {
 	window time.Duration
 	log    *slog.Logger
 	now    func() time.Time
+
+	mu      sync.Mutex
+	refused map[limitKey]time.Time // until when the database refuses the key
 }
 
+// maxRefused bounds each limiter's memory of refused keys: some 64 bytes
+// each with their map slot, 3 MB at most.
+const maxRefused = 50_000
+
 func newDBLimiter(store loremnews.LimitStore, name string, limit int, window time.Duration, log *slog.Logger) *dbLimiter {
-	return &dbLimiter{store: store, name: name, limit: limit, window: window, log: log, now: time.Now}
+	return &dbLimiter{store: store, name: name, limit: limit, window: window, log: log, now: time.Now,
+		refused: map[limitKey]time.Time{}}
 }
 
 // rowKey is the key of key's row: 32 bytes, nothing in clear.
@@ -226,15 +93,53 @@ func (l *dbLimiter) rowKey(key limitKey) []byte {
 	return k[:]
 }
 
-// take reserves an attempt in the database. An error there is a 503
+// take reserves an attempt in the database, unless the database refused
+// the key already and its window has not ended. An error there is a 503
 // ("try again"): fail closed, never unlimited, and not a 500 either (the
 // database is busy, or the site is going away).
 func (l *dbLimiter) take(ctx context.Context, key limitKey) (bool, time.Duration, error) {
-	ok, wait, err := l.store.ReserveAttempt(ctx, l.rowKey(key), l.limit, l.window, l.now())
+	now := l.now()
+	if wait := l.refusedFor(key, now); wait > 0 {
+		return false, wait, nil
+	}
+	ok, wait, err := l.store.ReserveAttempt(ctx, l.rowKey(key), l.limit, l.window, now)
 	if err != nil {
 		return false, 0, fmt.Errorf("%w (limit %s: %w)", errLimitUnavailable, l.name, err)
 	}
+	if !ok && wait > 0 {
+		l.remember(key, now.Add(wait))
+	}
 	return ok, wait, nil
+}
+
+// refusedFor is how long the database still refuses key, as far as this
+// process knows (0: ask it).
+func (l *dbLimiter) refusedFor(key limitKey, now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	until, ok := l.refused[key]
+	if !ok {
+		return 0
+	}
+	if !now.Before(until) {
+		delete(l.refused, key)
+		return 0
+	}
+	return until.Sub(now)
+}
+
+// remember notes that the database refuses key until until.
+func (l *dbLimiter) remember(key limitKey, until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.refused) >= maxRefused {
+		now := l.now()
+		maps.DeleteFunc(l.refused, func(_ limitKey, u time.Time) bool { return !now.Before(u) })
+		if len(l.refused) >= maxRefused {
+			clear(l.refused)
+		}
+	}
+	l.refused[key] = until
 }
 
 // errLimitUnavailable answers a request whose limit could not be checked.
@@ -244,6 +149,9 @@ var errLimitUnavailable = loremnews.Errorf(loremnews.EUNAVAILABLE, "The site can
 // context has ended. A failure is logged: the attempt then stays counted
 // until its window ends, which errs on the safe side.
 func (l *dbLimiter) giveBack(ctx context.Context, key limitKey) {
+	l.mu.Lock()
+	delete(l.refused, key)
+	l.mu.Unlock()
 	if err := l.store.ReleaseAttempt(context.WithoutCancel(ctx), l.rowKey(key)); err != nil {
 		l.log.Warn("release a rate-limit attempt", "limit", l.name, "err", err)
 	}

@@ -2,9 +2,10 @@ package http
 
 import (
 	"context"
-	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,103 +14,103 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-func TestAttemptLimiter(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := newAttemptLimiter(3, time.Minute)
-	l.now = func() time.Time { return now }
-	k, other := keyOf("k"), keyOf("other")
-	for i := range 3 {
-		if ok, _ := l.reserve(k); !ok {
-			t.Fatalf("refused attempt %d of 3", i+1)
-		}
-	}
-	if ok, wait := l.reserve(k); ok || wait != time.Minute {
-		t.Fatalf("4th attempt: ok %v, wait %v; want refused for 1m", ok, wait)
-	}
-	if ok, _ := l.reserve(other); !ok {
-		t.Fatal("another key is refused")
-	}
-	// A released attempt is given back.
-	l.release(k)
-	if ok, _ := l.reserve(k); !ok {
-		t.Fatal("a released attempt was not given back")
-	}
-	now = now.Add(30 * time.Second)
-	if ok, wait := l.reserve(k); ok || wait != 30*time.Second {
-		t.Fatalf("half-way: ok %v, wait %v", ok, wait)
-	}
-	// Once the window has passed, the key starts again, and expired keys
-	// are swept without being asked about.
-	now = now.Add(30 * time.Second)
-	if ok, _ := l.reserve(keyOf("third")); !ok || l.len() != 1 {
-		t.Fatalf("after the window: %d keys held, want 1 (the new one)", l.len())
-	}
-	if ok, _ := l.reserve(k); !ok {
-		t.Fatal("still refused after the window")
-	}
-
-	// Bounded memory: at most maxKeys keys, the oldest forgotten first.
-	l.maxKeys = 10
-	for i := range 100 {
-		now = now.Add(time.Millisecond)
-		l.reserve(keyOf(string(rune('a' + i))))
-	}
-	if l.len() != 10 {
-		t.Fatalf("%d keys kept, limit 10", l.len())
-	}
-	if _, kept := l.entries[keyOf(string(rune('a'+99)))]; !kept {
-		t.Fatal("the newest key was evicted")
-	}
+// memLimits is a loremnews.LimitStore in memory, as the stores keep it,
+// that counts the calls that reach it.
+type memLimits struct {
+	nopStore
+	rows  map[string]*memLimit
+	calls int
 }
 
-// TestFloodKeepsLockouts: a full limiter makes room by forgetting keys
-// still under their limit, so new keys sent to fill it (failed sign-ins
-// from thousands of addresses) do not erase a key that is locked. Only
-// when every key held is locked does the oldest lockout go.
-func TestFloodKeepsLockouts(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := newAttemptLimiter(3, time.Hour)
+type memLimit struct {
+	count int
+	since time.Time
+}
+
+func newMemLimits() *memLimits { return &memLimits{rows: map[string]*memLimit{}} }
+
+func (m *memLimits) ReserveAttempt(_ context.Context, key []byte, limit int, window time.Duration, now time.Time) (bool, time.Duration, error) {
+	m.calls++
+	r, ok := m.rows[string(key)]
+	if !ok || now.Sub(r.since) >= window {
+		m.rows[string(key)] = &memLimit{count: 1, since: now}
+		return true, 0, nil
+	}
+	if r.count >= limit {
+		return false, window - now.Sub(r.since), nil
+	}
+	r.count++
+	return true, 0, nil
+}
+
+func (m *memLimits) ReleaseAttempt(_ context.Context, key []byte) error {
+	m.calls++
+	if r, ok := m.rows[string(key)]; ok && r.count > 0 {
+		r.count--
+	}
+	return nil
+}
+
+// count is the attempts l holds for key in its window.
+func (m *memLimits) count(l *dbLimiter, key limitKey) int {
+	if r, ok := m.rows[string(l.rowKey(key))]; ok {
+		return r.count
+	}
+	return 0
+}
+
+// TestDBLimiterRemembersRefusals: once the database refuses a key, the
+// limiter refuses it without asking again until the window ends (a flood
+// costs no write past the limit), then asks again; an attempt given back
+// in this process forgets the refusal; the memory of refusals is bounded.
+func TestDBLimiterRemembersRefusals(t *testing.T) {
+	ctx := context.Background()
+	store := newMemLimits()
+	l := newDBLimiter(store, "test", 3, time.Hour, slog.New(slog.DiscardHandler))
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	l.now = func() time.Time { return now }
-	l.maxKeys = 10
-	victim := keyOf("victim")
-	for range 3 {
-		l.reserve(victim)
-	}
-	// A locked key that released an attempt is open again, and may go.
-	released := keyOf("released")
-	for range 3 {
-		l.reserve(released)
-	}
-	l.release(released)
-	for i := range 1000 {
-		now = now.Add(time.Millisecond)
-		if ok, _ := l.reserve(keyOf(fmt.Sprint("flood-", i))); !ok {
-			t.Fatalf("flood key %d refused", i)
+	k := keyOf("address")
+	for i := range 3 {
+		if ok, _, err := l.take(ctx, k); !ok || err != nil {
+			t.Fatalf("attempt %d of 3: %v, %v", i+1, ok, err)
 		}
 	}
-	if l.len() != 10 {
-		t.Fatalf("%d keys kept, limit 10", l.len())
+	now = now.Add(10 * time.Minute)
+	if ok, wait, _ := l.take(ctx, k); ok || wait != 50*time.Minute {
+		t.Fatalf("the 4th attempt: ok %v, wait %v; want refused for 50m", ok, wait)
 	}
-	if ok, _ := l.reserve(victim); ok {
-		t.Fatal("the flood erased the locked key's count")
-	}
-	if l.count(released) != 0 {
-		t.Fatal("a key under its limit outlived a flood of newer keys")
-	}
-	// Every key locked: the oldest lockout makes room.
-	for i := range 10 {
-		now = now.Add(time.Millisecond)
-		for range 3 {
-			l.reserve(keyOf(fmt.Sprint("locked-", i)))
+	calls := store.calls
+	for range 100 {
+		if ok, wait, _ := l.take(ctx, k); ok || wait != 50*time.Minute {
+			t.Fatalf("an attempt past the limit: ok %v, wait %v; want refused for 50m", ok, wait)
 		}
 	}
-	if l.len() != 10 || l.count(victim) != 0 || l.count(keyOf("locked-9")) != 3 {
-		t.Fatalf("all locked: %d keys, victim %d, newest %d; want 10 keys, the oldest gone", l.len(), l.count(victim), l.count(keyOf("locked-9")))
+	if store.calls != calls {
+		t.Fatalf("100 refused attempts made %d calls to the database, want 0", store.calls-calls)
 	}
-	// Windows still end for both kinds.
-	now = now.Add(time.Hour)
-	if ok, _ := l.reserve(victim); !ok || l.len() != 1 {
-		t.Fatalf("after the window: ok %v, %d keys; want a fresh start", ok, l.len())
+	// Given back in this process: the database is asked again.
+	l.giveBack(ctx, k)
+	if ok, _, _ := l.take(ctx, k); !ok {
+		t.Fatal("the attempt given back was refused")
+	}
+	if ok, _, _ := l.take(ctx, k); ok {
+		t.Fatal("an attempt past the limit after the one given back was used")
+	}
+	// The window ends: a new one starts.
+	now = now.Add(50 * time.Minute)
+	if ok, _, _ := l.take(ctx, k); !ok || store.count(l, k) != 1 {
+		t.Fatalf("the first attempt of a new window: ok %v, count %d", ok, store.count(l, k))
+	}
+	// Bounded: past maxRefused keys the memory starts again.
+	one := newDBLimiter(store, "one", 1, time.Hour, slog.New(slog.DiscardHandler))
+	one.now = l.now
+	for i := range maxRefused + 10 {
+		k := keyOf("flood", strconv.Itoa(i))
+		one.take(ctx, k)
+		one.take(ctx, k)
+	}
+	if n := len(one.refused); n > maxRefused {
+		t.Fatalf("%d refusals remembered, want at most %d", n, maxRefused)
 	}
 }
 
@@ -120,7 +121,8 @@ func TestKeyOfSeparatesParts(t *testing.T) {
 }
 
 func TestReserveAllIsAllOrNothing(t *testing.T) {
-	a, b := newAttemptLimiter(5, time.Minute), newAttemptLimiter(1, time.Minute)
+	store := newMemLimits()
+	a, b := newDBLimiter(store, "a", 5, time.Minute, slog.New(slog.DiscardHandler)), newDBLimiter(store, "b", 1, time.Minute, slog.New(slog.DiscardHandler))
 	k := keyOf("k")
 	ctx := context.Background()
 	if _, refusedBy, _, err := reserveAll(ctx, reservation{l: a, key: k}, reservation{l: b, key: k}); refusedBy != nil || err != nil {
@@ -130,7 +132,7 @@ func TestReserveAllIsAllOrNothing(t *testing.T) {
 		t.Fatal("second reservation allowed past b's limit of 1, or the refusal not named b")
 	}
 	// a gave back the attempt b refused: it holds only the first one.
-	if got := a.count(k); got != 1 {
+	if got := store.count(a, k); got != 1 {
 		t.Fatalf("a counts %d attempts, want 1", got)
 	}
 }
@@ -146,13 +148,14 @@ func (brokenLimiter) giveBack(context.Context, limitKey) {}
 // TestReserveAllGivesBackOnError: a limiter that cannot count refuses
 // with its error (503), and the attempts already taken are given back.
 func TestReserveAllGivesBackOnError(t *testing.T) {
-	a := newAttemptLimiter(5, time.Minute)
+	store := newMemLimits()
+	a := newDBLimiter(store, "a", 5, time.Minute, slog.New(slog.DiscardHandler))
 	k := keyOf("k")
 	release, refusedBy, _, err := reserveAll(context.Background(), reservation{l: a, key: k}, reservation{l: brokenLimiter{}, key: k})
 	if err == nil || release != nil || refusedBy != nil || loremnews.ErrorCode(err) != loremnews.EUNAVAILABLE {
 		t.Fatalf("release %v, refusedBy %v, err %v; want only an EUNAVAILABLE error", release != nil, refusedBy, err)
 	}
-	if got := a.count(k); got != 0 {
+	if got := store.count(a, k); got != 0 {
 		t.Fatalf("a counts %d attempts, want 0: the one taken was not given back", got)
 	}
 }
@@ -221,22 +224,4 @@ func TestAddrGroup(t *testing.T) {
 			t.Errorf("addrGroup(%s) = %s, want %s", in, got, want)
 		}
 	}
-}
-
-// len is the number of keys held, so a test can see the limiter forget.
-func (l *attemptLimiter) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.entries)
-}
-
-// count is the attempts key holds in its window (0 when not held), so a
-// test can see which key the limiter dropped.
-func (l *attemptLimiter) count(key limitKey) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.entries[key]; ok {
-		return e.count
-	}
-	return 0
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -239,4 +240,78 @@ func minValue(vs []float64) float64 {
 		return 0
 	}
 	return slices.Min(vs)
+}
+
+// TestWorkersShareTheLimits: with --workers 4, every limit of an address
+// the site documents holds for the whole server, to the request: 10
+// sign-ups an hour and 20 failed sign-ins (any account) a quarter of an
+// hour from one address, each request on a connection of its own, which
+// the workers share out. Neither a worker killed with -9 (and restarted)
+// nor a reload (a new parent, four new workers) hands out a fresh
+// allowance.
+func TestWorkersShareTheLimits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a server of five processes")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "limits.sqlite3")
+	seedFile(t, db, "--users", "5", "--posts", "5")
+	pidFile, logPath := filepath.Join(dir, "serve.pid"), filepath.Join(dir, "serve.log")
+	cmd := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--db", db, "--workers", "4", "--bcrypt-cost", "4",
+		"--pid-file", pidFile, "--log-level", "info")
+	startReloadable(t, cmd, logPath)
+	base := waitForLog(t, logPath, serveproc.ListeningURL)
+	pid := waitForPID(t, pidFile, 0)
+	workers := waitWorkers(t, pid, 4, nil)
+
+	tries := 0
+	signUp := func() int {
+		tries++
+		code, _ := submit(t, clientFrom("127.0.0.1"), base, "/signup", "/signup",
+			url.Values{"screen_name": {fmt.Sprintf("newcomer%d", tries)}, "password": {"correct horse battery"}})
+		return code
+	}
+	signIn := func() int {
+		tries++
+		code, _ := submit(t, clientFrom("127.0.0.1"), base, "/signin", "/signin",
+			url.Values{"screen_name": {fmt.Sprintf("stranger%d", tries)}, "password": {"a wrong guess"}})
+		return code
+	}
+	// answers runs try n times and counts its answers by status.
+	answers := func(n int, try func() int) map[int]int {
+		got := map[int]int{}
+		for range n {
+			got[try()]++
+		}
+		return got
+	}
+	if got := answers(14, signUp); got[http.StatusSeeOther] != 10 || got[http.StatusTooManyRequests] != 4 {
+		t.Errorf("14 sign-ups from one address: %v; want 10 accounts (303) and 4 refused (429)", got)
+	}
+	if got := answers(25, signIn); got[http.StatusTooManyRequests] != 5 {
+		t.Errorf("25 failed sign-ins from one address: %v; want 20 judged and 5 refused (429)", got)
+	}
+	stillRefused := func(when string) {
+		t.Helper()
+		if got := answers(4, signUp); got[http.StatusTooManyRequests] != 4 {
+			t.Errorf("%s: 4 more sign-ups answered %v; want all refused (429)", when, got)
+		}
+		if got := answers(4, signIn); got[http.StatusTooManyRequests] != 4 {
+			t.Errorf("%s: 4 more failed sign-ins answered %v; want all refused (429)", when, got)
+		}
+	}
+	stillRefused("with the limits used")
+
+	if err := syscall.Kill(workers[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitWorkers(t, pid, 4, workers[:1])
+	stillRefused("after a worker was killed and restarted")
+
+	if out, err := exec.Command(binary(t), "reload", "--pid-file", pidFile).CombinedOutput(); err != nil {
+		t.Fatalf("reload: %v\n%s", err, out)
+	}
+	pid = waitForPID(t, pidFile, pid)
+	waitWorkers(t, pid, 4, workers)
+	stillRefused("after a reload")
 }
