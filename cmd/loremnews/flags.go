@@ -20,8 +20,10 @@ type flagSet struct {
 	positional []string // the arguments after parseArgs
 	printHelp  func()   // writes --help to stdout
 	// settings, if set, is the flag naming a settings file (see
-	// settingsFile).
+	// settingsFile); fromFile, after parse, is what the file said
+	// (NAME=value, by environment twin).
 	settings string
+	fromFile map[string]string
 }
 
 // settingsFile adds flag name (with its environment twin env): a file of
@@ -101,6 +103,7 @@ func (fs *flagSet) parseArgs(args []string, nargs int) error {
 	if err != nil {
 		return err
 	}
+	fs.fromFile = file
 	for name, env := range fs.env {
 		if given[name] || name == fs.settings {
 			continue

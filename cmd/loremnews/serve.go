@@ -41,6 +41,10 @@ type serveCommand struct {
 	pidFile         string
 	workers         int      // serving processes; 1: this one serves
 	args            []string // as given, for the worker processes
+	// fromFile is what --settings-file said when this process read it
+	// (NAME=value), which its workers are given rather than the file's
+	// later contents.
+	fromFile map[string]string
 }
 
 // defaultMetricsPort is where /metrics listens, on 127.0.0.1, when
@@ -69,7 +73,7 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	if err := fs.parse(args); err != nil {
 		return c, err
 	}
-	c.args = args
+	c.args, c.fromFile = args, fs.fromFile
 	if err := c.db.validate(fs); err != nil {
 		return c, err
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -225,8 +226,7 @@ func (c serveCommand) prepareDatabase(ctx context.Context, log *slog.Logger, std
 
 // newCluster gathers what starting a worker takes: this executable, the
 // arguments and environment of this serve, and the directory of the
-// metrics sockets. Without a --secret-key, the workers share one made now,
-// so a form one serves is accepted by the others.
+// metrics sockets.
 func (c serveCommand) newCluster(log *slog.Logger, lnFile *os.File) (*cluster, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -243,12 +243,30 @@ func (c serveCommand) newCluster(log *slog.Logger, lnFile *os.File) (*cluster, e
 		return name == "NOTIFY_SOCKET" || name == "LISTEN_FDS" || name == "LISTEN_PID" || name == "LISTEN_FDNAMES" ||
 			strings.HasPrefix(name, "TABLEFLIP_") || name == workerEnv || name == workerMetricsEnv
 	})
-	if len(c.site.SecretKey) == 0 {
-		key := make([]byte, 32)
-		rand.Read(key)
-		env = append(env, "LOREM_SECRET_KEY="+hex.EncodeToString(key))
+	// Every worker of this parent, one restarted after a crash included,
+	// runs what --settings-file said when the parent read it: its values
+	// are handed down in the environment (after it, so they win, as the
+	// file's win over the environment's), and the workers read no file.
+	// A reload, a new parent, reads the file again for all of its own.
+	// So is the secret key, whether it came from --secret-key-file (read
+	// once, here) or was made now, when none was given: the workers share
+	// it, so a form one serves is accepted by the others.
+	args := slices.Clip(c.args)
+	if c.fromFile != nil {
+		for _, k := range slices.Sorted(maps.Keys(c.fromFile)) {
+			env = append(env, k+"="+c.fromFile[k])
+		}
+		args = append(args, "--settings-file=")
 	}
-	return &cluster{c: c, log: log, exe: exe, args: c.args, env: env, listener: lnFile, dir: dir,
+	key := string(c.site.SecretKey)
+	if key == "" {
+		b := make([]byte, 32)
+		rand.Read(b)
+		key = hex.EncodeToString(b)
+	}
+	env = append(env, "LOREM_SECRET_KEY="+key)
+	args = append(args, "--secret-key-file=")
+	return &cluster{c: c, log: log, exe: exe, args: args, env: env, listener: lnFile, dir: dir,
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "loremnews_worker_restarts_total", Help: "Worker processes started again after one exited."}),
 		live:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "loremnews_workers", Help: "Worker processes serving now."}),
 		workers:  make([]*workerProcess, c.workers),

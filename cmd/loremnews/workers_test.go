@@ -6,12 +6,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -258,9 +260,10 @@ func TestWorkersShareTheLimits(t *testing.T) {
 	seedFile(t, db, "--users", "5", "--posts", "5")
 	pidFile, logPath := filepath.Join(dir, "serve.pid"), filepath.Join(dir, "serve.log")
 	cmd := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--db", db, "--workers", "4", "--bcrypt-cost", "4",
-		"--pid-file", pidFile, "--log-level", "info")
+		"--metrics", "--pid-file", pidFile, "--log-level", "info")
 	startReloadable(t, cmd, logPath)
 	base := waitForLog(t, logPath, serveproc.ListeningURL)
+	metrics := waitForLog(t, logPath, serveproc.MetricsURL)
 	pid := waitForPID(t, pidFile, 0)
 	workers := waitWorkers(t, pid, 4, nil)
 
@@ -305,7 +308,7 @@ func TestWorkersShareTheLimits(t *testing.T) {
 	if err := syscall.Kill(workers[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitWorkers(t, pid, 4, workers[:1])
+	waitRestarted(t, metrics, pid, workers[:1])
 	stillRefused("after a worker was killed and restarted")
 
 	if out, err := exec.Command(binary(t), "reload", "--pid-file", pidFile).CombinedOutput(); err != nil {
@@ -314,4 +317,85 @@ func TestWorkersShareTheLimits(t *testing.T) {
 	pid = waitForPID(t, pidFile, pid)
 	waitWorkers(t, pid, 4, workers)
 	stillRefused("after a reload")
+}
+
+// TestWorkersRunOneConfiguration: a worker restarted after a crash runs
+// the configuration its siblings run, not the settings file's new
+// contents: with the secret key in the file changed after the start, and
+// a worker killed with -9 and restarted, every form served by one worker
+// is accepted by another (each request on a connection of its own). A
+// reload then takes the file's new key for all workers at once.
+func TestWorkersRunOneConfiguration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a server of five processes")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "settings.sqlite3")
+	seedFile(t, db, "--users", "5", "--posts", "5")
+	settings := filepath.Join(dir, "serve.env")
+	writeSettings := func(key string) {
+		if err := os.WriteFile(settings, []byte("LOREM_SECRET_KEY="+key+"\nLOREM_BCRYPT_COST=4\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeSettings(strings.Repeat("a", 64))
+	pidFile, logPath := filepath.Join(dir, "serve.pid"), filepath.Join(dir, "serve.log")
+	cmd := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--db", db, "--workers", "4", "--settings-file", settings,
+		"--metrics", "--pid-file", pidFile, "--log-level", "info")
+	startReloadable(t, cmd, logPath)
+	base := waitForLog(t, logPath, serveproc.ListeningURL)
+	metrics := waitForLog(t, logPath, serveproc.MetricsURL)
+	pid := waitForPID(t, pidFile, 0)
+	workers := waitWorkers(t, pid, 4, nil)
+
+	writeSettings(strings.Repeat("b", 64))
+	if err := syscall.Kill(workers[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	workers = waitRestarted(t, metrics, pid, workers[:1])
+	// forms posts 24 forms at once, each fetched and posted on
+	// connections of their own (so that the workers share them out), from
+	// six addresses (four failed sign-ins each, under every limit), and
+	// counts the answers by status.
+	forms := func() map[int]int {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		got := map[int]int{}
+		for i := range 24 {
+			wg.Go(func() {
+				c := clientFrom(fmt.Sprintf("127.0.0.%d", 2+i%6))
+				c.Transport.(*http.Transport).DisableKeepAlives = true
+				code, _ := submit(t, c, base, "/signin", "/signin", url.Values{"screen_name": {fmt.Sprintf("stranger%d", i)}, "password": {"a wrong guess"}})
+				mu.Lock()
+				got[code]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return got
+	}
+	if got := forms(); got[http.StatusForbidden] != 0 || got[http.StatusUnprocessableEntity] != 24 {
+		t.Errorf("after a worker restarted with the settings file changed: 24 forms answered %v; want 24 judged (422), none refused (403)", got)
+	}
+	if out, err := exec.Command(binary(t), "reload", "--pid-file", pidFile).CombinedOutput(); err != nil {
+		t.Fatalf("reload: %v\n%s", err, out)
+	}
+	pid = waitForPID(t, pidFile, pid)
+	waitWorkers(t, pid, 4, workers)
+	if got := forms(); got[http.StatusForbidden] != 0 || got[http.StatusUnprocessableEntity] != 24 {
+		t.Errorf("after a reload: 24 forms answered %v; want 24 judged (422), none refused (403)", got)
+	}
+}
+
+// waitRestarted waits until the parent pid, whose /metrics is at metrics,
+// has replaced the workers killed and serves with four again, and returns
+// its workers.
+func waitRestarted(t *testing.T, metrics string, pid int, killed []int) []int {
+	t.Helper()
+	workers := waitWorkers(t, pid, 4, killed)
+	testenv.WaitFor(t, time.Minute, "the workers killed to be replaced by ones that serve", func() bool {
+		return fmt.Sprint(metricValues(t, metrics, "loremnews_worker_restarts_total")) == fmt.Sprint([]float64{float64(len(killed))}) &&
+			fmt.Sprint(metricValues(t, metrics, "loremnews_workers")) == "[4]"
+	})
+	return workers
 }
