@@ -232,7 +232,8 @@ func (c serveCommand) newCluster(log *slog.Logger, lnFile *os.File) (*cluster, e
 	if err != nil {
 		return nil, fmt.Errorf("--workers: find this executable: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "loremnews-workers-")
+	removeStaleWorkerDirs(log)
+	dir, err := os.MkdirTemp("", workerDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("--workers: %w", err)
 	}
@@ -272,6 +273,33 @@ func (c serveCommand) newCluster(log *slog.Logger, lnFile *os.File) (*cluster, e
 		workers:  make([]*workerProcess, c.workers),
 		stopped:  make(chan struct{}),
 	}, nil
+}
+
+// workerDirPrefix begins the name of a parent's directory of metrics
+// sockets, in the temporary directory: its pid follows, then a random part.
+const workerDirPrefix = "loremnews-workers-"
+
+// removeStaleWorkerDirs removes the directories of metrics sockets that
+// parents killed with -9 left behind (a parent that stops removes its
+// own): those of this user whose parent's pid runs no longer.
+func removeStaleWorkerDirs(log *slog.Logger) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), workerDirPrefix+"*"))
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), workerDirPrefix), "-", 2)[0])
+		if err != nil || pid <= 0 {
+			continue
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(d, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || int(st.Uid) != os.Geteuid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			continue // runs (or is another user's: EPERM)
+		}
+		if err := os.RemoveAll(d); err != nil {
+			log.Warn("remove the metrics sockets of a server that was killed", "dir", d, "err", err)
+		}
+	}
 }
 
 // startAll starts every worker and returns once all serve, or the first

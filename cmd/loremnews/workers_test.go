@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -398,4 +399,52 @@ func waitRestarted(t *testing.T, metrics string, pid int, killed []int) []int {
 			fmt.Sprint(metricValues(t, metrics, "loremnews_workers")) == "[4]"
 	})
 	return workers
+}
+
+// TestKilledParentsSocketsRemoved: the directory of metrics sockets that a
+// parent killed with -9 leaves behind (its workers stop with it) is
+// removed by the next server that starts workers; a running server's is
+// left alone.
+func TestKilledParentsSocketsRemoved(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts servers of three processes")
+	}
+	dir := t.TempDir()
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "sockets.sqlite3")
+	seedFile(t, db, "--users", "5", "--posts", "5")
+	start := func(name string) (pid int, sockets string) {
+		cmd := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--db", db, "--workers", "2", "--log-level", "info")
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+		logPath := filepath.Join(dir, name+".log")
+		startReloadable(t, cmd, logPath)
+		waitForLog(t, logPath, serveproc.ListeningURL)
+		pid = cmd.Process.Pid
+		found, _ := filepath.Glob(filepath.Join(tmp, fmt.Sprintf("loremnews-workers-%d-*", pid)))
+		if len(found) != 1 {
+			t.Fatalf("the directory of %s's metrics sockets: found %v", name, found)
+		}
+		return pid, found[0]
+	}
+	alive, aliveDir := start("running")
+	killed, killedDir := start("killed")
+	if err := syscall.Kill(killed, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, time.Minute, "the killed parent's workers to stop", func() bool {
+		return !running(killed) && len(proctree.Children(killed)) == 0
+	})
+	if _, err := os.Stat(killedDir); err != nil {
+		t.Fatalf("the killed parent's directory went before any server looked: %v", err)
+	}
+	start("next")
+	if _, err := os.Stat(killedDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the killed parent's directory %s is still there after the next server started (%v)", killedDir, err)
+	}
+	if _, err := os.Stat(aliveDir); err != nil {
+		t.Errorf("the running parent's (%d) directory was removed: %v", alive, err)
+	}
 }
