@@ -134,10 +134,14 @@ func (db *DB) Write(ctx context.Context, fn func(ctx context.Context, tx *Tx) er
 
 // Coalesce runs fn like Write, except that the coalesced writes queued at
 // one moment (up to 256) share one transaction of their own, in arrival
-// order. Sharing a commit couples their fates: if one fails, they all roll
-// back and all get its error. So fn must be a write that cannot fail on
-// its own (a last-seen time, a counter, a log line) — its only failures
-// being the database's, which would fail any of them.
+// order. Sharing a commit couples the fates of the writes that ran: a
+// write whose function returns an error (or panics) fails alone — the
+// transaction rolls back and the others run again without it — but a
+// failure of the transaction itself (its commit, a disk error, a
+// rollback SQLite made on its own, twice) fails every write in it. So fn
+// should be a write that cannot fail on its own (a last-seen time, a
+// counter, a log line), its only failures being the database's; one that
+// can (a unique constraint, a check) costs the others a second run.
 //
 // When both kinds are waiting, the writer picks between coalesced and
 // ordinary writes at random (as select does), so a burst of one kind does
