@@ -3,12 +3,15 @@ package sqlitedb_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -387,4 +390,63 @@ func describeFile(t *testing.T, name string) string {
 		body = string(b)
 	}
 	return strings.Join([]string{"mode " + strconv.Itoa(int(st.Mode)), "uid " + strconv.Itoa(int(st.Uid)), "links " + strconv.Itoa(int(st.Nlink)), "size " + strconv.Itoa(int(st.Size)), body}, ", ")
+}
+
+// Three processes writing without pause (four goroutines each, always
+// with writes waiting) while the queue's file is cut to 0 bytes under
+// them, or deleted: none ends or fails a write, every acknowledged row is
+// in the file, and each says what became of its queue (off, cut short;
+// or on, with the file at the path).
+func TestQueueFileChangedUnderProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	for _, c := range []struct {
+		name, queue string
+		change      func(queue string) error
+	}{
+		{"cut short", "cut short", func(q string) error { return os.Truncate(q, 0) }},
+		{"deleted", "on", os.Remove},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "changed.db")
+			db := openMore(t, path, nil)
+			mustExec(t, db, `CREATE TABLE w (id INTEGER PRIMARY KEY, name TEXT NOT NULL, body BLOB NOT NULL)`)
+			const procs = 3
+			reports := make([]queueReport, procs)
+			var wg sync.WaitGroup
+			for i := range procs {
+				wg.Go(func() {
+					out, err := runQueueChild(t, path, fmt.Sprintf("share p%d", i))
+					if err != nil {
+						t.Errorf("writer p%d: %v\n%s", i, err, out)
+						return
+					}
+					if err := json.Unmarshal([]byte(lastLine(out)), &reports[i]); err != nil {
+						t.Errorf("writer p%d printed %q: %v", i, out, err)
+					}
+				})
+			}
+			// Once each has written (so each has the file mapped), change it.
+			waitFor(t, "every writer to commit", func() bool {
+				return queryInt(t, db, `SELECT count(DISTINCT name) FROM w`) == procs
+			})
+			if err := c.change(path + "-queue"); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			for _, r := range reports {
+				if n := queryInt(t, db, `SELECT count(*) FROM w WHERE name = ?`, r.Name); n != r.Commits {
+					t.Errorf("%s: %d rows in the file, %d commits acknowledged", r.Name, n, r.Commits)
+				}
+				if !strings.Contains(r.Queue, c.queue) {
+					t.Errorf("%s: Queue = %q, want it to say %q", r.Name, r.Queue, c.queue)
+				}
+			}
+			t.Logf("%+v", reports)
+		})
+	}
 }
