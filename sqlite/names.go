@@ -20,15 +20,20 @@ import (
 //
 // What it holds is right as of a version: the highest seq of name_changes
 // (migration 0009), whose triggers log every id whose name or title may
-// have changed, whoever wrote it. A reader reads the version in its own
-// snapshot first; if the cache is behind, it reads the ids logged since
-// and forgets them (or everything, when the log no longer reaches back
-// that far). A reader whose snapshot is older than the cache reads from
-// the tables and leaves the cache alone, and so does a write transaction,
-// whose changes may still roll back.
+// have changed, whoever wrote it, with that change's ids (nameVersion). A
+// reader reads the version in its own snapshot first; if the cache is
+// behind, it reads the ids logged since and forgets them (or everything,
+// when the log no longer reaches back that far, or its entry at the
+// cache's version is another change: the file was replaced meanwhile). A
+// version lower than the cache's, or the cache's seq with another change,
+// forgets everything: an older copy of the file was restored in place (a
+// reader whose snapshot merely began before the cache's latest also lands
+// there, and costs only refills: the log moves when a name changes or a
+// row is deleted, not on every write). A write transaction, whose changes
+// may still roll back, reads from the tables and leaves the cache alone.
 type names struct {
 	mu      sync.RWMutex
-	version int64
+	version nameVersion
 	users   map[int64]string
 	titles  map[int64]string
 }
@@ -42,9 +47,18 @@ func newNames() *names {
 	return &names{users: map[int64]string{}, titles: map[int64]string{}}
 }
 
-// nameVersionSQL reads the highest seq name_changes has issued (its
-// AUTOINCREMENT counter, which the trimming of the log leaves alone).
-const nameVersionSQL = `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'name_changes'), 0)`
+// nameVersion is a version of the names: the highest seq name_changes has
+// issued, and the ids that change logged (0 where none, or where the log
+// no longer holds it), which tell a file restored in place, whose log
+// issued the same seq for another change, from the one the cache read.
+type nameVersion struct{ seq, user, post int64 }
+
+// nameVersionSQL reads the nameVersion of a snapshot: the log's
+// AUTOINCREMENT counter (which the trimming of the log leaves alone) and
+// its entry, if it still holds it.
+const nameVersionSQL = `SELECT v.seq, coalesce(c.user_id, 0), coalesce(c.post_id, 0)
+FROM (SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'name_changes'), 0) AS seq) AS v
+LEFT JOIN name_changes AS c ON c.seq = v.seq`
 
 // fill sets the ScreenName of each of users and the Title of each of posts
 // from their ids, as of q's snapshot. n may be nil (in a write
@@ -63,7 +77,7 @@ func (n *names) fill(ctx context.Context, q Querier, users []*loremnews.User, po
 	for _, p := range posts {
 		want[1] = append(want[1], named{p.ID, &p.Title})
 	}
-	usable, version := false, int64(0)
+	usable, version := false, nameVersion{}
 	if n != nil {
 		var err error
 		if usable, version, err = n.catchUp(ctx, q); err != nil {
@@ -148,51 +162,51 @@ func keep(m, found map[int64]string) map[int64]string {
 
 // catchUp reads the version of q's snapshot and brings the cache up to it
 // if it is behind. It says whether the cache then holds that version.
-func (n *names) catchUp(ctx context.Context, q Querier) (usable bool, version int64, err error) {
-	if err := q.QueryRow(ctx, nameVersionSQL).Scan(&version); err != nil {
-		return false, 0, err
+func (n *names) catchUp(ctx context.Context, q Querier) (usable bool, version nameVersion, err error) {
+	if err := q.QueryRow(ctx, nameVersionSQL).Scan(&version.seq, &version.user, &version.post); err != nil {
+		return false, version, err
 	}
 	n.mu.RLock()
 	have, empty := n.version, len(n.users) == 0 && len(n.titles) == 0
 	n.mu.RUnlock()
-	switch {
-	case have == version:
+	if have == version {
 		return true, version, nil
-	case have > version: // an older snapshot than the cache's
-		return false, version, nil
 	}
 	var users, posts []int64
 	complete := empty
-	if !empty {
-		rows, err := q.Query(ctx, `SELECT seq, coalesce(user_id, 0), coalesce(post_id, 0) FROM name_changes WHERE seq > ? ORDER BY seq`, have)
+	if !empty && version.seq > have.seq {
+		// The entries from the cache's own on: the first must be the
+		// change the cache's version names, else the log was rewritten.
+		rows, err := q.Query(ctx, `SELECT seq, coalesce(user_id, 0), coalesce(post_id, 0) FROM name_changes WHERE seq >= ? ORDER BY seq`, have.seq)
 		if err != nil {
-			return false, 0, err
+			return false, version, err
 		}
 		defer rows.Close()
-		next := have + 1
-		complete = true
+		next, checked := have.seq+1, have.seq == 0 // seq 0 names no change
 		for rows.Next() {
-			var seq, user, post int64
-			if err := rows.Scan(&seq, &user, &post); err != nil {
-				return false, 0, err
+			var c nameVersion
+			if err := rows.Scan(&c.seq, &c.user, &c.post); err != nil {
+				return false, version, err
 			}
-			if seq != next { // trimmed (or taken out by hand)
-				complete = false
+			if c.seq == have.seq {
+				checked = c == have
+				continue
 			}
-			next = seq + 1
-			if user != 0 {
-				users = append(users, user)
+			if c.seq != next { // trimmed (or taken out by hand)
+				checked = false
 			}
-			if post != 0 {
-				posts = append(posts, post)
+			next = c.seq + 1
+			if c.user != 0 {
+				users = append(users, c.user)
+			}
+			if c.post != 0 {
+				posts = append(posts, c.post)
 			}
 		}
 		if err := rows.Err(); err != nil {
-			return false, 0, err
+			return false, version, err
 		}
-		if next != version+1 {
-			complete = false
-		}
+		complete = checked && next == version.seq+1
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -202,7 +216,7 @@ func (n *names) catchUp(ctx context.Context, q Querier) (usable bool, version in
 	case n.version != have: // another reader moved it meanwhile
 		return false, version, nil
 	}
-	if !complete {
+	if !complete { // behind the log's reach, rewritten, or gone back
 		n.users, n.titles = map[int64]string{}, map[int64]string{}
 	}
 	for _, id := range users {

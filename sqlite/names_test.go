@@ -11,6 +11,7 @@ import (
 
 	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/sqlite"
+	"github.com/mattn/go-sqlite3"
 )
 
 // Another program on the file (here the plain driver, as a script would
@@ -269,5 +270,105 @@ func TestNamesForgottenPastTheLog(t *testing.T) {
 	post, err := db.FindPostByID(ctx, p.ID)
 	if err != nil || post.Author.ScreenName != "alicia" {
 		t.Errorf("post = %+v, %v; want by alicia", post, err)
+	}
+}
+
+// An older copy of the file restored in place while a server runs (with
+// SQLite's backup API, as the sqlite3 shell's .restore does), then one
+// rename more by another program, which gives the log's counter back the
+// seq the cache had read, for another change: the pages show the
+// restored names, whether or not a page was read in between.
+func TestNamesForgottenAfterAnOlderCopyIsRestored(t *testing.T) {
+	for _, readBetween := range []bool{false, true} {
+		t.Run(fmt.Sprintf("a page read between: %v", readBetween), func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			path, older := filepath.Join(dir, "live.sqlite3"), filepath.Join(dir, "older.sqlite3")
+			db := MustOpenDSN(t, path)
+			alice := MustCreateUser(t, db, "alice")
+			bob := MustCreateUser(t, db, "bob")
+			p := MustCreatePost(t, db, alice.ID, "A post of alice's")
+			other, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=1&_busy_timeout=5000")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			exec := func(query string, args ...any) {
+				t.Helper()
+				if _, err := other.ExecContext(ctx, query, args...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			exec(`UPDATE users SET screen_name = 'bob0' WHERE id = ?`, bob.ID) // the log has a change
+			backupFile(t, path, older)
+			exec(`UPDATE users SET screen_name = 'alicia' WHERE id = ?`, alice.ID)
+			readPages(t, db, p.ID, alice.ID, bob.ID) // the cache: alicia, at the log's seq of that rename
+			if got := authorOf(t, db, p.ID); got != "alicia" {
+				t.Fatalf("before the restore the post is by %q, want alicia", got)
+			}
+
+			backupFile(t, older, path) // in place: alice is alice again
+			if readBetween {
+				readPages(t, db, p.ID, alice.ID, bob.ID)
+			}
+			exec(`UPDATE users SET screen_name = 'bobby' WHERE id = ?`, bob.ID)
+			readPages(t, db, p.ID, alice.ID, bob.ID)
+			if got := authorOf(t, db, p.ID); got != "alice" {
+				t.Errorf("after an older copy was restored and another user renamed, the post is by %q, want alice (the restored name)", got)
+			}
+			if u, err := db.FindUserByID(ctx, bob.ID); err != nil || u.ScreenName != "bobby" {
+				t.Errorf("bob is %+v (%v), want bobby", u, err)
+			}
+		})
+	}
+}
+
+// authorOf is the screen name the post page shows for post id's author.
+func authorOf(t *testing.T, db *sqlite.DB, id int64) string {
+	t.Helper()
+	post, _, err := db.PostPage(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return post.Author.ScreenName
+}
+
+// backupFile copies the database at from onto the one at to, in place,
+// with SQLite's backup API, through connections of the plain driver.
+func backupFile(t *testing.T, from, to string) {
+	t.Helper()
+	ctx := context.Background()
+	open := func(path string) (*sql.DB, *sql.Conn) {
+		db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db, conn
+	}
+	srcDB, src := open(from)
+	defer srcDB.Close()
+	defer src.Close()
+	dstDB, dst := open(to)
+	defer dstDB.Close()
+	defer dst.Close()
+	err := dst.Raw(func(d any) error {
+		return src.Raw(func(s any) error {
+			b, err := d.(*sqlite3.SQLiteConn).Backup("main", s.(*sqlite3.SQLiteConn), "main")
+			if err != nil {
+				return err
+			}
+			if _, err := b.Step(-1); err != nil {
+				b.Finish()
+				return err
+			}
+			return b.Finish()
+		})
+	})
+	if err != nil {
+		t.Fatalf("back %s up onto %s: %v", from, to, err)
 	}
 }
