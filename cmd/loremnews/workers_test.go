@@ -45,7 +45,18 @@ func TestWorkerKilledUnderLoad(t *testing.T) {
 	var w writes
 	start := time.Now()
 	done := balancedLoad(t, srv.URL, 8*time.Second, &w)
+	// The load's clients keep the connections they opened at its start,
+	// which the workers accepting at that moment took: a worker can have
+	// none. Reads on connections of their own (each commits its touch, no
+	// post or comment) reach every worker in time.
+	fresh := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	testenv.WaitFor(t, time.Minute, "every worker to write", func() bool {
+		for range 5 {
+			if resp, err := fresh.Post(srv.URL+"/benchmarking/post_show", "", nil); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
 		return len(metricValues(t, srv.MetricsURL, "loremnews_sqlite_writer_commits_total")) == 3 && minValue(metricValues(t, srv.MetricsURL, "loremnews_sqlite_writer_commits_total")) >= 20
 	})
 	victim := workers[1]
