@@ -18,10 +18,13 @@ import (
 //
 // The skeleton is Unicode's (UTS #39, github.com/mtibben/confusables:
 // 1 and I read as l, m as rn) with what it lacks for the letters, digits
-// and '_', '-', '.' a screen name may hold: w reads as vv, d as cl, nn as
-// m (so as rn), 0 and O as o, 5 as S, 8 as B; and a name's leading and
-// trailing '_', '-' and '.' are not part of it ("oliver." and "sophia_"
-// read as "oliver" and "sophia").
+// and '_', '-', '.' a screen name may hold: w reads as vv, 0 and O as o, 5
+// as S, 8 as B; a run of one of '_', '-', '.' reads as one ("john__doe" as
+// "john_doe"); and a name's leading and trailing '_', '-' and '.' are not
+// part of it ("oliver." and "sophia_" read as "oliver" and "sophia").
+// Pairs of letters that only some fonts draw alike are left apart, as
+// they are common in names that differ: nn is not m (Anna and Ama, Quinn
+// and Quim), cl is not d (clay and day).
 type NameKeys struct {
 	Shown, Small, Capitals string
 }
@@ -46,17 +49,20 @@ func (k NameKeys) LookAlike(other NameKeys) bool {
 // nameSkeleton is the skeleton of a screen name, case kept.
 func nameSkeleton(name string) string {
 	name = strings.Trim(name, "_-.")
-	name = strings.ReplaceAll(name, "nn", "m")
 	var b strings.Builder
 	b.Grow(len(name) + 4)
+	var last rune
 	for _, r := range name {
+		separator := r == '_' || r == '-' || r == '.'
+		if separator && r == last {
+			continue
+		}
+		last = r
 		switch r {
 		case 'w':
 			b.WriteString("vv")
 		case 'W':
 			b.WriteString("VV")
-		case 'd':
-			b.WriteString("cl")
 		case '0', 'O':
 			b.WriteByte('o')
 		case '5':

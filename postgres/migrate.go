@@ -71,8 +71,9 @@ func (db *DB) migrate(ctx context.Context) error {
 // afterMigration is Go a migration needs run right after its SQL, in the
 // same transaction: what SQL cannot compute.
 var afterMigration = map[string]func(context.Context, pgx.Tx) error{
-	"migrations/0004_confusable_keys.sql":     fillConfusableKeys,
-	"migrations/0011_name_and_title_keys.sql": fillNameAndTitleKeys,
+	"migrations/0004_confusable_keys.sql":            fillConfusableKeys,
+	"migrations/0011_name_and_title_keys.sql":        fillNameAndTitleKeys,
+	"migrations/0014_name_keys_read_fewer_pairs.sql": fillNameKeys,
 }
 
 // fillConfusableKeys gives every user and post stored before migration
@@ -115,17 +116,32 @@ func fillConfusableKeys(ctx context.Context, tx pgx.Tx) error {
 // (loremnews.ScreenNameKeys) and every post its title key
 // (loremnews.TitleKey), keyBatch rows per statement, in id order.
 func fillNameAndTitleKeys(ctx context.Context, tx pgx.Tx) error {
-	for _, t := range []struct {
-		table, column string
-		keys          []string
-		of            func(string) []string
-	}{
-		{"users", "screen_name", []string{"screen_name_key", "screen_name_small_key", "screen_name_capitals_key"}, func(s string) []string {
-			k := loremnews.ScreenNameKeys(s)
-			return []string{k.Shown, k.Small, k.Capitals}
-		}},
-		{"posts", "title", []string{"title_key"}, func(s string) []string { return []string{loremnews.TitleKey(s)} }},
-	} {
+	return fillKeys(ctx, tx, userNameKeys, postTitleKeys)
+}
+
+// fillNameKeys gives every user its three name keys again.
+func fillNameKeys(ctx context.Context, tx pgx.Tx) error { return fillKeys(ctx, tx, userNameKeys) }
+
+// keyedTable is a table whose key columns are computed from a text
+// column by Go.
+type keyedTable struct {
+	table, column string
+	keys          []string
+	of            func(string) []string
+}
+
+var (
+	userNameKeys = keyedTable{"users", "screen_name", []string{"screen_name_key", "screen_name_small_key", "screen_name_capitals_key"}, func(s string) []string {
+		k := loremnews.ScreenNameKeys(s)
+		return []string{k.Shown, k.Small, k.Capitals}
+	}}
+	postTitleKeys = keyedTable{"posts", "title", []string{"title_key"}, func(s string) []string { return []string{loremnews.TitleKey(s)} }}
+)
+
+// fillKeys computes the key columns of every row of each of tables,
+// keyBatch rows per statement, in id order.
+func fillKeys(ctx context.Context, tx pgx.Tx, tables ...keyedTable) error {
+	for _, t := range tables {
 		set, unnest := "", "$1::bigint[]"
 		for i, k := range t.keys {
 			set += fmt.Sprintf(", %s = v.k%d", k, i)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/loremnews/loremnews"
+	"github.com/mtibben/confusables"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -188,9 +189,9 @@ var nearWords = func() map[int][]nearWord {
 	digits := map[rune]byte{'l': '1', 'o': '0', 'S': '5', 'B': '8'}
 	near := map[int][]nearWord{}
 	for a, wa := range loremWords {
-		ka := loremnews.ScreenNameKeys(wa).Shown
+		ka := wordKey(wa)
 		for b, wb := range loremWords {
-			rest, ok := strings.CutPrefix(loremnews.ScreenNameKeys(wb).Shown, ka)
+			rest, ok := strings.CutPrefix(wordKey(wb), ka)
 			if !ok || rest == "" {
 				continue
 			}
@@ -210,6 +211,34 @@ var nearWords = func() map[int][]nearWord {
 	}
 	return near
 }()
+
+// wordKey is the key the data set's names were drawn apart by: the
+// skeleton screen names were compared by when the data set was made
+// (loremnews.ScreenNameKeys' as shown, which then also read nn as m and d
+// as cl), kept as it was so that a seed gives the same names.
+func wordKey(w string) string {
+	w = strings.ReplaceAll(strings.Trim(w, "_-."), "nn", "m")
+	var b strings.Builder
+	for _, r := range w {
+		switch r {
+		case 'w':
+			b.WriteString("vv")
+		case 'W':
+			b.WriteString("VV")
+		case 'd':
+			b.WriteString("cl")
+		case '0', 'O':
+			b.WriteByte('o')
+		case '5':
+			b.WriteByte('S')
+		case '8':
+			b.WriteByte('B')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return confusables.Skeleton(b.String())
+}
 
 type nearWord struct {
 	word   int

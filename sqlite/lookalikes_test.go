@@ -1,10 +1,12 @@
 package sqlite_test
 
 import (
+	"context"
 	"database/sql"
 	"path/filepath"
 	"testing"
 
+	"github.com/loremnews/loremnews"
 	"github.com/loremnews/loremnews/storetest"
 )
 
@@ -34,7 +36,7 @@ func TestMigrationKeysOldLookAlikes(t *testing.T) {
 	}
 	defer raw.Close()
 	for query, want := range map[string][]string{
-		`SELECT screen_name_key FROM users ORDER BY id`: {"leoS", "leoS", "rnagna4", "rnagna4", "arna"},
+		`SELECT screen_name_key FROM users ORDER BY id`: {"leoS", "leoS", "rnagna4", "rnagna4", "anna"},
 		`SELECT title_key FROM posts ORDER BY id`:       {"test title", "test title DUPLICATE 2", "tеst title", "other title"},
 	} {
 		var got []string
@@ -60,4 +62,38 @@ func TestMigrationKeysOldLookAlikes(t *testing.T) {
 		}
 	}
 	storetest.CheckOldLookAlikes(t, db)
+}
+
+// Migration 0014 computes every user's name keys again: a database whose
+// keys still read nn as m (anna keyed "arna") takes "Ama" once it opens,
+// and refuses "john__doe" beside "john_doe".
+func TestMigrationKeysNamesAgain(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "keys.sqlite3")
+	db := MustOpenDSN(t, path)
+	MustCreateUser(t, db, "anna")
+	MustCreateUser(t, db, "john_doe")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		`UPDATE users SET screen_name_key = 'arna', screen_name_small_key = 'arna', screen_name_capitals_key = 'ANNA' WHERE screen_name = 'anna'`,
+		`DELETE FROM schema_migrations WHERE version LIKE '%0014_%'`,
+	} {
+		if _, err := raw.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+	db = MustOpenDSN(t, path)
+	if _, err := db.CreateUser(ctx, "Ama", "digest"); err != nil {
+		t.Errorf("Ama beside anna after the migration: %v", err)
+	}
+	if _, err := db.CreateUser(ctx, "john__doe", "digest"); loremnews.ErrorCode(err) != loremnews.EINVALID {
+		t.Errorf("john__doe beside john_doe: %v, want refused", err)
+	}
 }
