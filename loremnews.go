@@ -43,7 +43,7 @@ type textField struct {
 // screen name) takes, its length aside: valid UTF-8, with no control or
 // invisible characters and no stacked marks.
 func OneLineText(s string) bool {
-	return utf8.ValidString(s) && !hasControl(s, false) && !hasInvisible(s) && !stacksMarks(s)
+	return utf8.ValidString(s) && !hasControl(s, false) && !hasInvisible(s) && !hasUnassigned(s) && !stacksMarks(s)
 }
 
 // check answers the first rule s breaks, as an EINVALID error, or nil.
@@ -56,6 +56,9 @@ func (f textField) check(s string) error {
 	}
 	if !f.multiline && hasInvisible(s) {
 		return Errorf(EINVALID, "%s contains invisible or text-direction characters.", f.name)
+	}
+	if !f.multiline && hasUnassigned(s) {
+		return Errorf(EINVALID, "%s contains private-use or unassigned characters, which show differently on every device, or not at all.", f.name)
 	}
 	if !f.multiline && stacksMarks(s) {
 		return Errorf(EINVALID, "%s stacks too many accents or marks on one character (at most %d).", f.name, MaxCombiningMarks)
@@ -108,7 +111,7 @@ func hasControl(s string, multiline bool) bool {
 func hasInvisible(s string) bool {
 	for _, r := range s {
 		if unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Zl, unicode.Zp) ||
-			r == brailleBlank || r == nullNotehead {
+			r == brailleBlank || r == nullNotehead || r == khitanFiller {
 			return true
 		}
 	}
@@ -121,7 +124,26 @@ func hasInvisible(s string) bool {
 const (
 	brailleBlank = '\u2800'
 	nullNotehead = '\U0001D159'
+	// khitanFiller (U+16FE4) is a filler that draws nothing, as the
+	// Hangul fillers do, but a nonspacing mark in the Unicode tables
+	// this program has (15.0), not default-ignorable.
+	khitanFiller = '\U00016FE4'
 )
+
+// hasUnassigned reports whether s holds private-use characters (Co: each
+// font draws its own, or a box) or code points Unicode has not assigned
+// (Cn: nothing, or a box, today; something else once assigned). With them
+// a title or a name can be the same as another to every reader and still
+// count as new.
+func hasUnassigned(s string) bool {
+	for _, r := range s {
+		// Go's C holds Cn with Cc, Cf, Co and Cs.
+		if r >= utf8.RuneSelf && unicode.Is(unicode.C, r) && !unicode.In(r, unicode.Cc, unicode.Cf, unicode.Cs) {
+			return true
+		}
+	}
+	return false
+}
 
 // MaxCombiningMarks is how many combining marks (accents, vowel signs,
 // points) one character of a one-line field may carry. Vietnamese stacks

@@ -46,9 +46,15 @@ func TestValidation(t *testing.T) {
 		"title BOM":          {loremnews.PostInput{Title: "\ufeffHello world"}.Validate(), "invisible or text-direction"},
 		"title word joiner":  {loremnews.PostInput{Title: "Hello\u2060world"}.Validate(), "invisible or text-direction"},
 		"title arabic ok":    {loremnews.PostInput{Title: "مرحبا بالعالم"}.Validate(), ""},
-		"name RLO":           {loremnews.SignUpInput{ScreenName: "ann\u202e", Password: "12345678"}.Validate(), "Screen name contains invisible"},
-		"name zero width":    {loremnews.ProfileInput{ScreenName: "a\u200bnn"}.Validate(), "Screen name contains invisible"},
-		"comment ZWJ ok":     {loremnews.CommentInput{Body: "family: \U0001F468\u200d\U0001F469"}.Validate(), ""},
+		// Characters every reader sees as nothing, or as a box: a title
+		// with one is the same title to them, yet counted as new.
+		"title khitan filler":           {loremnews.PostInput{Title: "Hello world\U00016FE4"}.Validate(), "invisible or text-direction"},
+		"title private use after words": {loremnews.PostInput{Title: "Hello world\uE000"}.Validate(), "Title contains private-use or unassigned characters"},
+		"title private use, plane 15":   {loremnews.PostInput{Title: "Hello world\U000F0000"}.Validate(), "private-use or unassigned"},
+		"title unassigned":              {loremnews.PostInput{Title: "Hello world\u0378"}.Validate(), "private-use or unassigned"},
+		"name RLO":                      {loremnews.SignUpInput{ScreenName: "ann\u202e", Password: "12345678"}.Validate(), "Screen name contains invisible"},
+		"name zero width":               {loremnews.ProfileInput{ScreenName: "a\u200bnn"}.Validate(), "Screen name contains invisible"},
+		"comment ZWJ ok":                {loremnews.CommentInput{Body: "family: \U0001F468\u200d\U0001F469"}.Validate(), ""},
 		// Format characters, default-ignorables and separators beyond the
 		// bidirectional and zero-width ones above.
 		"title invisible times":           {loremnews.PostInput{Title: "Hello\u2062world"}.Validate(), "invisible or text-direction"},
@@ -64,7 +70,7 @@ func TestValidation(t *testing.T) {
 		"title braille blanks":            {loremnews.PostInput{Title: strings.Repeat("\u2800", 6)}.Validate(), "Title contains invisible or text-direction characters."},
 		"title null notehead":             {loremnews.PostInput{Title: strings.Repeat("\U0001D159", 5)}.Validate(), "Title contains invisible or text-direction characters."},
 		"title braille blank after words": {loremnews.PostInput{Title: "Hello world\u2800"}.Validate(), "Title contains invisible or text-direction characters."},
-		"title private use":               {loremnews.PostInput{Title: strings.Repeat("\ue000", 5)}.Validate(), "Title needs at least one letter or digit."},
+		"title private use":               {loremnews.PostInput{Title: strings.Repeat("\ue000", 5)}.Validate(), "Title contains private-use or unassigned characters"},
 		"title digits ok":                 {loremnews.PostInput{Title: "2026 !"}.Validate(), ""},
 		"title vietnamese ok":             {loremnews.PostInput{Title: "Tiếng Việt có dấu"}.Validate(), ""},
 		"description keeps them":          {loremnews.PostInput{Title: "Hello", Description: "a\u2062b \u3164 " + strings.Repeat("\u0301", 9)}.Validate(), ""},
