@@ -12,6 +12,9 @@ import (
 	"github.com/loremnews/loremnews/sqlitedb"
 )
 
+// requestKey marks a ctx as the caller's own, not a write function's.
+type requestKey struct{}
+
 // A Write or Coalesce called inside a write fails at once, instead of
 // waiting behind the write that called it until the timeout, whether it is
 // given the function's ctx or another (the request's, say); the outer
@@ -31,7 +34,7 @@ func TestNestedWriteFailsAtOnce(t *testing.T) {
 			defer db.Close()
 			var inner, innerCoalesce, outerCtx, outerCtxCoalesce error
 			start := time.Now()
-			request := context.WithValue(ctx, struct{}{}, "the request's ctx")
+			request := context.WithValue(ctx, requestKey{}, "the request's ctx")
 			err = m.write(db, request, func(ctx context.Context, tx *sqlitedb.Tx) error {
 				inner = m.write(db, ctx, func(context.Context, *sqlitedb.Tx) error { return nil })
 				innerCoalesce = db.Coalesce(ctx, func(context.Context, *sqlitedb.Tx) error { return nil })
