@@ -70,7 +70,7 @@ func TestMigrationKeysOldLookAlikes(t *testing.T) {
 	}
 	defer db.Close()
 	for query, want := range map[string][]string{
-		`SELECT screen_name_key FROM users ORDER BY id`: {"leoS", "leoS", "rnagna4", "rnagna4", "arna"},
+		`SELECT screen_name_key FROM users ORDER BY id`: {"leoS", "leoS", "rnagna4", "rnagna4", "anna"},
 		`SELECT title_key FROM posts ORDER BY id`:       {"test title", "test title DUPLICATE 2", "tеst title", "other title"},
 	} {
 		rows, _ := conn.Query(ctx, query)
