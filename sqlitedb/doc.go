@@ -143,9 +143,11 @@
 // abandoned writes, commits, busy retries and errors, checkpoints, reads that
 // waited for a connection); package sqlitedbprom exports them to
 // Prometheus. A Write or Coalesce called inside a write's function fails
-// at once, whatever ctx it is given: it would wait for its own turn. (One
-// called from another goroutine that the function waits for cannot be
-// told from any other write: it waits until Timeout.)
+// at once, given the function's ctx or the outer write's own (a request's
+// ctx, or context.WithValue of it): it would wait for its own turn. One
+// given another ctx (with a deadline of its own, or context.Background),
+// or called from another goroutine that the function waits for, cannot
+// be told from any other write: it waits until Timeout.
 //
 // # Handles
 //

@@ -34,12 +34,14 @@ func TestNestedWriteFailsAtOnce(t *testing.T) {
 			defer db.Close()
 			var inner, innerCoalesce, outerCtx, outerCtxCoalesce error
 			start := time.Now()
-			request := context.WithValue(ctx, requestKey{}, "the request's ctx")
+			// A request's ctx: cancelled when the client leaves.
+			request, cancel := context.WithCancel(context.WithValue(ctx, requestKey{}, "the request's ctx"))
+			defer cancel()
 			err = m.write(db, request, func(ctx context.Context, tx *sqlitedb.Tx) error {
 				inner = m.write(db, ctx, func(context.Context, *sqlitedb.Tx) error { return nil })
 				innerCoalesce = db.Coalesce(ctx, func(context.Context, *sqlitedb.Tx) error { return nil })
 				outerCtx = m.write(db, request, func(context.Context, *sqlitedb.Tx) error { return nil })
-				outerCtxCoalesce = db.Coalesce(request, func(context.Context, *sqlitedb.Tx) error { return nil })
+				outerCtxCoalesce = db.Coalesce(context.WithValue(request, requestKey{}, "derived"), func(context.Context, *sqlitedb.Tx) error { return nil })
 				_, err := tx.Exec(ctx, `INSERT INTO t VALUES (1)`)
 				return err
 			})

@@ -161,8 +161,8 @@ func (db *DB) write(ctx context.Context, fn func(context.Context, *Tx) error, co
 	if db.readOnly {
 		return ErrReadOnly
 	}
-	if db.writer.onFnGoroutine() {
-		return errNested // called with another ctx than fn's: found all the same
+	if db.writer.calledFromFn(ctx) {
+		return errNested // with the outer write's ctx instead of fn's
 	}
 	queue := db.writer.queue
 	if coalesce {
@@ -176,9 +176,9 @@ func (db *DB) write(ctx context.Context, fn func(context.Context, *Tx) error, co
 }
 
 // errNested answers a Write or Coalesce called from inside a write's
-// function (with the ctx fn was given, or any other, on the goroutine fn
-// runs on): it would wait for its own turn, behind the write that called
-// it, until Timeout.
+// function, with the ctx fn was given or with the outer write's own (see
+// calledFromFn): it would wait for its own turn, behind the write that
+// called it, until Timeout.
 var errNested = errors.New("sqlitedb: Write or Coalesce called inside a write on the same DB; run the statements on the write's tx instead")
 
 // Stats is a snapshot of a DB's counters.
