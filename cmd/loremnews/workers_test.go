@@ -258,9 +258,10 @@ func minValue(vs []float64) float64 {
 
 // TestWorkersShareTheLimits: with --workers 4, every limit of an address
 // the site documents holds for the whole server, to the request: 10
-// sign-ups an hour and 20 failed sign-ins (any account) a quarter of an
-// hour from one address, each request on a connection of its own, which
-// the workers share out. Neither a worker killed with -9 (and restarted)
+// sign-ups an hour, 20 failed sign-ins (any account) and 100 password
+// checks (right ones too, from a browser the account knows) a quarter of
+// an hour from one address, each request on a connection of its own,
+// which the workers share out. Neither a worker killed with -9 (and restarted)
 // nor a reload (a new parent, four new workers) hands out a fresh
 // allowance.
 func TestWorkersShareTheLimits(t *testing.T) {
@@ -306,6 +307,21 @@ func TestWorkersShareTheLimits(t *testing.T) {
 	if got := answers(25, signIn); got[http.StatusTooManyRequests] != 5 {
 		t.Errorf("25 failed sign-ins from one address: %v; want 20 judged and 5 refused (429)", got)
 	}
+	// Right passwords, from another address: one browser, which signed
+	// up (so the account knows it), each request a connection of its own.
+	owner := clientFrom("127.0.0.5")
+	owner.Transport.(*http.Transport).DisableKeepAlives = true
+	account := url.Values{"screen_name": {"checker"}, "password": {"correct horse battery"}}
+	if code, _ := submit(t, owner, base, "/signup", "/signup", account); code != http.StatusSeeOther {
+		t.Fatalf("sign-up of the account whose password is checked: %d", code)
+	}
+	rightSignIn := func() int {
+		code, _ := submit(t, owner, base, "/signin", "/signin", url.Values{"screen_name": {"checker"}, "password": {"correct horse battery"}})
+		return code
+	}
+	if got := answers(103, rightSignIn); got[http.StatusSeeOther] != 100 || got[http.StatusTooManyRequests] != 3 {
+		t.Errorf("103 right sign-ins from one address: %v; want 100 (303) and 3 refused (429)", got)
+	}
 	stillRefused := func(when string) {
 		t.Helper()
 		if got := answers(4, signUp); got[http.StatusTooManyRequests] != 4 {
@@ -313,6 +329,9 @@ func TestWorkersShareTheLimits(t *testing.T) {
 		}
 		if got := answers(4, signIn); got[http.StatusTooManyRequests] != 4 {
 			t.Errorf("%s: 4 more failed sign-ins answered %v; want all refused (429)", when, got)
+		}
+		if got := answers(2, rightSignIn); got[http.StatusTooManyRequests] != 2 {
+			t.Errorf("%s: 2 more right sign-ins answered %v; want both refused (429)", when, got)
 		}
 	}
 	stillRefused("with the limits used")
