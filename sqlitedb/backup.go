@@ -51,8 +51,11 @@ const defaultBackupPages = 1024
 //
 // The copy is written to a temporary file beside path, synced, renamed to
 // path, and the directory synced: path appears only once it is a complete
-// database, with no WAL beside it. It has the database's pages as they
-// are, free ones included. Its permission bits are the database file's
+// database, with no WAL beside it. It is a rollback-journal file, not a
+// WAL one (setRollbackMode), so that it opens read-only (mode=ro) where its
+// reader cannot write the folder, leaving nothing beside it; Open
+// read-write puts it in WAL mode again. It has the database's pages as
+// they are, free ones included. Its permission bits are the database file's
 // without those 0644 lacks (and less the umask), so a copy is never more
 // readable than the file it copies.
 //
@@ -100,6 +103,9 @@ func (db *DB) Backup(ctx context.Context, path string, opts *BackupOptions) erro
 	if err := db.copyTo(ctx, tmp, o); err != nil {
 		return fail(err)
 	}
+	if err := setRollbackMode(tmp); err != nil {
+		return fail(err)
+	}
 	if err := syncPath(tmp); err != nil {
 		return fail(fmt.Errorf("sync the copy: %w", err))
 	}
@@ -117,6 +123,32 @@ func (db *DB) Backup(ctx context.Context, path string, opts *BackupOptions) erro
 	}
 	done = true
 	return nil
+}
+
+// setRollbackMode marks the complete copy at path as a rollback-journal
+// database, not a WAL one: bytes 18 and 19 of its header, the file format's
+// write and read versions (2 in WAL mode, 1 otherwise), which the backup
+// copies from the live file. A WAL-mode file opened read-only needs its
+// -wal and -shm, which a reader creates beside it if it may and fails
+// without (a folder it cannot write); a rollback-journal file is read with
+// nothing beside it. Opened read-write by Open, the copy is in WAL mode
+// again (the journal_mode pragma).
+func setRollbackMode(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("mark the copy's journal mode: %w", err)
+	}
+	defer f.Close()
+	var v [2]byte
+	if _, err := f.ReadAt(v[:], 18); err != nil {
+		return fmt.Errorf("mark the copy's journal mode: %w", err)
+	}
+	if v == [2]byte{2, 2} {
+		if _, err := f.WriteAt([]byte{1, 1}, 18); err != nil {
+			return fmt.Errorf("mark the copy's journal mode: %w", err)
+		}
+	}
+	return f.Close()
 }
 
 // copyTo copies the database into the empty file tmp, in one read

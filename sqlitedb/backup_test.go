@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -402,5 +404,88 @@ func TestBackupClosedMidway(t *testing.T) {
 	}
 	if names := dirNames(t, dir); len(names) != 0 {
 		t.Errorf("the directory holds %v after the backup failed, want nothing", names)
+	}
+}
+
+// readCopyEnv makes the test binary the reader of
+// TestBackupCopyOpensReadOnlyAnywhere: the copy's path.
+const readCopyEnv = "SQLITEDB_READ_COPY"
+
+// A copy opens read-only where its reader cannot write the folder (as a
+// user without write access to it), and leaves nothing beside it: the
+// copy is a rollback-journal file, which needs no -wal or -shm.
+func TestBackupCopyOpensReadOnlyAnywhere(t *testing.T) {
+	if path := os.Getenv(readCopyEnv); path != "" {
+		db, err := sqlitedb.Open(context.Background(), "file:"+path+"?mode=ro", nil)
+		if err == nil {
+			var n int64
+			err = db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
+				return rx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n)
+			})
+			if cerr := db.Close(); err == nil {
+				err = cerr
+			}
+			fmt.Println(n)
+		}
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	db, _ := openDB(t, nil)
+	createT(t, db)
+	for i := range 50 {
+		if err := db.Write(context.Background(), insert(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A folder anyone may enter and no one but root may write.
+	base, err := os.MkdirTemp("", "sqlitedb-ro-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(base, "ro"), 0o755); os.RemoveAll(base) })
+	ro := filepath.Join(base, "ro")
+	copyPath := filepath.Join(ro, "copy.db")
+	if err := db.Backup(context.Background(), copyPath, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		mode os.FileMode
+	}{{base, 0o755}, {copyPath, 0o644}, {ro, 0o555}} {
+		if err := os.Chmod(c.path, c.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The test binary, where the reader may run it.
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := filepath.Join(base, "reader.test")
+	if err := os.WriteFile(reader, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(reader, "-test.run=^TestBackupCopyOpensReadOnlyAnywhere$")
+	cmd.Env = append(os.Environ(), readCopyEnv+"="+copyPath)
+	if os.Geteuid() == 0 { // root writes any folder: read as nobody
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "50" {
+		t.Fatalf("the copy opened read-only by a reader who cannot write its folder: %v\n%s", err, out)
+	}
+	entries, err := os.ReadDir(ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("the folder holds %v after the read, want the copy alone", names)
 	}
 }

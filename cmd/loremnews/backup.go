@@ -84,8 +84,10 @@ func (cmd backupCommand) run(ctx context.Context, stdout, stderr io.Writer) erro
 		return err
 	}
 	// The copy is opened to be checked, by this process alone: its writers
-	// poll (no queue file beside it, which nothing would ever delete).
-	copyDB, err := sqlite.Open(ctx, sqlite.Config{DSN: sqlitedb.FileURI(cmd.to, url.Values{"_writers": {"poll"}})})
+	// poll (no queue file beside it, which nothing would ever delete), and
+	// it stays a rollback-journal file (as Backup made it), which opens
+	// read-only where its reader cannot write the folder.
+	copyDB, err := sqlite.Open(ctx, sqlite.Config{DSN: sqlitedb.FileURI(cmd.to, url.Values{"_writers": {"poll"}, "_pragma": {"journal_mode(DELETE)"}})})
 	if err != nil {
 		return fmt.Errorf("open the backup: %w", err)
 	}

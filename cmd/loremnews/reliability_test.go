@@ -337,6 +337,19 @@ func TestBackupUnderLoad(t *testing.T) {
 	if _, err := os.Stat(copyPath + "-queue"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the backup left %s-queue beside the copy (%v)", copyPath, err)
 	}
+	// A rollback-journal file (its header's bytes 18 and 19 are 1, not
+	// WAL's 2), which opens read-only with nothing beside it, even after
+	// the command opened it to check it.
+	if f, err := os.Open(copyPath); err != nil {
+		t.Error(err)
+	} else {
+		v := make([]byte, 2)
+		f.ReadAt(v, 18)
+		f.Close()
+		if v[0] != 1 || v[1] != 1 {
+			t.Errorf("the copy's file format versions are %v, want [1 1] (rollback journal)", v)
+		}
+	}
 	res := <-done
 	if res.Failures != 0 {
 		t.Errorf("load during backup: %d failures %v %v", res.Failures, res.StatusCodes, res.Errors)
