@@ -429,6 +429,14 @@ func TestPathsAreNotURIs(t *testing.T) {
 			t.Errorf("a file no DSN named: %s", e.Name())
 		}
 	}
+	// An empty authority, or localhost, as SQLite takes them.
+	for _, uri := range []string{"file://" + filepath.Join(dir, "x#1.db"), "file://localhost" + filepath.Join(dir, "x#1.db")} {
+		uri = strings.ReplaceAll(uri, "#", "%23")
+		db := openMore(t, uri+"?mode=ro", nil)
+		if got := queryInts(t, db, `SELECT n FROM t`); len(got) != 1 || got[0] != 0 {
+			t.Fatalf("%s holds %v, want x#1.db's [0]", uri, got)
+		}
+	}
 	if _, err := sqlitedb.Open(context.Background(), "file://elsewhere/"+filepath.Join(dir, "a.db"), nil); err == nil || !strings.Contains(err.Error(), "elsewhere") {
 		t.Fatalf("a file: URI naming a host: %v; want an error naming it", err)
 	}
