@@ -26,7 +26,11 @@ var (
 	ErrBusy = errors.New("sqlitedb: database is locked")
 	// ErrTimeout: the read or write waited longer than Options.Timeout for
 	// its turn or its connection, and did not run. errors.Is(err,
-	// context.DeadlineExceeded) is true for it too.
+	// context.DeadlineExceeded) is true for it too, so that code written
+	// for deadlines handles it; to tell the package's timeout (the
+	// database is overloaded: 503) from the caller's own deadline, check
+	// errors.Is(err, ErrTimeout) first: a ctx that ended gives its own
+	// error, which is not ErrTimeout.
 	ErrTimeout error = timeoutError{}
 	// ErrRolledBack: SQLite rolled the transaction back on its own, after
 	// an error that ends a transaction (an interrupted write statement, a
