@@ -1,13 +1,11 @@
 package sqlitedb_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -303,23 +301,7 @@ func TestQueueOpenBesideStoppedHolder(t *testing.T) {
 	}
 	db, path := openDB(t, nil)
 	createT(t, db)
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestProcessesShareWrites$")
-	cmd.Env = append(os.Environ(), queueChildEnv+"="+path, queueRoleEnv+"=stop holding the first lock")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != "locked" {
-		t.Fatalf("the holder said %q (%v)\n%s", line, err, stderr.String())
-	}
+	cmd := startQueueChild(t, path, "stop holding the first lock", "locked")
 	waitFor(t, "the holder to stop", func() bool {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
 		_, rest, _ := strings.Cut(string(b), ") ")

@@ -301,25 +301,8 @@ func TestQueueHolderKilled(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kill.db")
 	db := openMore(t, path, nil)
 	mustExec(t, db, `CREATE TABLE w (id INTEGER PRIMARY KEY, name TEXT NOT NULL, body BLOB NOT NULL)`)
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestProcessesShareWrites$")
-	cmd.Env = append(os.Environ(), queueChildEnv+"="+path, queueRoleEnv+"=hold")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
 	// It says "holding" from inside its write, with a row inserted.
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if strings.TrimSpace(line) != "holding" {
-		t.Fatalf("the holding process said %q (%v)\n%s", line, err, stderr.String())
-	}
+	cmd := startQueueChild(t, path, "hold", "holding")
 	base := sqlitedb.QueueTicketsForTest(path)
 	done := make(chan error, 1)
 	go func() { done <- db.Write(context.Background(), insert2("after")) }()
@@ -347,6 +330,29 @@ func insert2(name string) func(context.Context, *sqlitedb.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO w (name, body) VALUES (?, randomblob(100))`, name)
 		return err
 	}
+}
+
+// startQueueChild starts the test binary as a queue child in role and
+// waits until it says said; it is killed when the test ends.
+func startQueueChild(t *testing.T, dsn, role, said string) *exec.Cmd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestProcessesShareWrites$")
+	cmd.Env = append(os.Environ(), queueChildEnv+"="+dsn, queueRoleEnv+"="+role)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); cancel() })
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != said {
+		t.Fatalf("the %s process said %q (%v)\n%s", role, line, err, stderr.String())
+	}
+	return cmd
 }
 
 // runQueueChild runs the test binary as a queue child in role.

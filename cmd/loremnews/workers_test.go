@@ -271,14 +271,8 @@ func TestWorkersShareTheLimits(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "limits.sqlite3")
 	seedFile(t, db, "--users", "5", "--posts", "5")
-	pidFile, logPath := filepath.Join(dir, "serve.pid"), filepath.Join(dir, "serve.log")
-	cmd := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--db", db, "--workers", "4", "--bcrypt-cost", "4",
-		"--metrics", "--pid-file", pidFile, "--log-level", "info")
-	startReloadable(t, cmd, logPath)
-	base := waitForLog(t, logPath, serveproc.ListeningURL)
-	metrics := waitForLog(t, logPath, serveproc.MetricsURL)
-	pid := waitForPID(t, pidFile, 0)
-	workers := waitWorkers(t, pid, 4, nil)
+	c := startFourWorkers(t, dir, db, "--bcrypt-cost", "4")
+	base, metrics, pidFile, pid, workers := c.base, c.metrics, c.pidFile, c.pid, c.workers
 
 	tries := 0
 	signUp := func() int {
@@ -370,14 +364,8 @@ func TestWorkersRunOneConfiguration(t *testing.T) {
 		}
 	}
 	writeSettings(strings.Repeat("a", 64))
-	pidFile, logPath := filepath.Join(dir, "serve.pid"), filepath.Join(dir, "serve.log")
-	cmd := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--db", db, "--workers", "4", "--settings-file", settings,
-		"--metrics", "--pid-file", pidFile, "--log-level", "info")
-	startReloadable(t, cmd, logPath)
-	base := waitForLog(t, logPath, serveproc.ListeningURL)
-	metrics := waitForLog(t, logPath, serveproc.MetricsURL)
-	pid := waitForPID(t, pidFile, 0)
-	workers := waitWorkers(t, pid, 4, nil)
+	c := startFourWorkers(t, dir, db, "--settings-file", settings)
+	base, metrics, pidFile, pid, workers := c.base, c.metrics, c.pidFile, c.pid, c.workers
 
 	writeSettings(strings.Repeat("b", 64))
 	if err := syscall.Kill(workers[0], syscall.SIGKILL); err != nil {
@@ -416,6 +404,28 @@ func TestWorkersRunOneConfiguration(t *testing.T) {
 	if got := forms(); got[http.StatusForbidden] != 0 || got[http.StatusUnprocessableEntity] != 24 {
 		t.Errorf("after a reload: 24 forms answered %v; want 24 judged (422), none refused (403)", got)
 	}
+}
+
+// fourWorkers is a serve --workers 4 that a test reloads.
+type fourWorkers struct {
+	base, metrics, pidFile string
+	pid                    int
+	workers                []int
+}
+
+// startFourWorkers starts serve --workers 4 on db with /metrics, a pid
+// file and its log in dir, and args, and waits until its workers serve.
+func startFourWorkers(t *testing.T, dir, db string, args ...string) fourWorkers {
+	t.Helper()
+	c := fourWorkers{pidFile: filepath.Join(dir, "serve.pid")}
+	logPath := filepath.Join(dir, "serve.log")
+	startReloadable(t, exec.Command(binary(t), append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--workers", "4",
+		"--metrics", "--pid-file", c.pidFile, "--log-level", "info"}, args...)...), logPath)
+	c.base = waitForLog(t, logPath, serveproc.ListeningURL)
+	c.metrics = waitForLog(t, logPath, serveproc.MetricsURL)
+	c.pid = waitForPID(t, c.pidFile, 0)
+	c.workers = waitWorkers(t, c.pid, 4, nil)
+	return c
 }
 
 // waitRestarted waits until the parent pid, whose /metrics is at metrics,
