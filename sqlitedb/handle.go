@@ -75,19 +75,6 @@ func (m *txnMark) endedError() error {
 	return ErrRolledBack
 }
 
-// allowCommit opens or closes the connection's commit gate: while it is
-// closed, anything that would commit on the connection rolls back instead.
-func (m *txnMark) allowCommit(allow bool) {
-	if m.hooks == nil {
-		return
-	}
-	if allow {
-		m.hooks.allow_commit = 1
-	} else {
-		m.hooks.allow_commit = 0
-	}
-}
-
 // Tx is a write's handle: an Rx that can also Exec, given to the function
 // Write or Coalesce runs. Its statements run in the write's transaction
 // (BEGIN IMMEDIATE … COMMIT, on the one write connection). It is valid

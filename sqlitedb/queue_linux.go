@@ -397,9 +397,6 @@ func (q *processQueue) waitingAfter(t int64) (after bool) {
 	return int64(atomic.LoadUint64(q.next())) > t+1
 }
 
-// errTurnNotYet: the turn did not come before the wait's deadline.
-var errTurnNotYet = errors.New("the turn did not come")
-
 // wait returns once ticket t has the turn: no earlier ticket is held. It
 // gives up at deadline (errTurnNotYet) or when done is closed
 // (errTurnGivenUp). It reports whether it had to wait at all.
@@ -440,9 +437,6 @@ func (q *processQueue) wait(t int64, deadline time.Time, done <-chan struct{}) (
 		futexWait(wake, seen, min(left, queueRecheck))
 	}
 }
-
-// errTurnGivenUp: the waiter's caller left before the turn came.
-var errTurnGivenUp = errors.New("gave up the turn")
 
 // freeBelow reports whether no ticket below t is held by another open
 // file description: one F_OFD_GETLK over them all.

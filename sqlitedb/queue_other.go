@@ -22,11 +22,6 @@ var errQueueOff = errQueueUnavailable
 
 const queueLockWait = 0
 
-var (
-	errTurnNotYet  = errors.New("the turn did not come")
-	errTurnGivenUp = errors.New("gave up the turn")
-)
-
 func openProcessQueue(context.Context, string, time.Duration) (*processQueue, error) {
 	return nil, errQueueUnavailable
 }

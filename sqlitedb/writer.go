@@ -620,6 +620,14 @@ func (wr *writer) queueFailed(err error) {
 	})
 }
 
+// The ends of a wait for the turn among processes (processQueue.wait):
+// errTurnNotYet, the turn did not come before the wait's deadline;
+// errTurnGivenUp, the waiter's caller left before it came.
+var (
+	errTurnNotYet  = errors.New("the turn did not come")
+	errTurnGivenUp = errors.New("gave up the turn")
+)
+
 // turnOver reports whether the turn is to be handed on: this process has
 // no write waiting, or it has run those that waited when the turn came
 // and another process has asked for the turn since. While no other
