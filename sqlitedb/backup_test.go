@@ -459,22 +459,7 @@ func TestBackupCopyOpensReadOnlyAnywhere(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The test binary, where the reader may run it.
-	self, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	reader := filepath.Join(base, "reader.test")
-	if err := os.WriteFile(reader, self, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(reader, "-test.run=^TestBackupCopyOpensReadOnlyAnywhere$")
-	cmd.Env = append(os.Environ(), readCopyEnv+"="+copyPath)
-	if os.Geteuid() == 0 { // root writes any folder: read as nobody
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "50" {
+	if out, err := readAsAnotherUser(t, base, copyPath); err != nil || out != "50" {
 		t.Fatalf("the copy opened read-only by a reader who cannot write its folder: %v\n%s", err, out)
 	}
 	entries, err := os.ReadDir(ro)
@@ -488,4 +473,91 @@ func TestBackupCopyOpensReadOnlyAnywhere(t *testing.T) {
 		}
 		t.Fatalf("the folder holds %v after the read, want the copy alone", names)
 	}
+}
+
+// readAsAnotherUser counts the rows of table t in the database at path,
+// opened read-only (mode=ro) by the test binary run as another process:
+// as nobody when the test runs as root (root may write any folder), else
+// as this user. The binary is copied into base, a folder nobody may enter.
+// It returns what the reader printed: the count, or its error.
+func readAsAnotherUser(t *testing.T, base, path string) (string, error) {
+	t.Helper()
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := filepath.Join(base, "reader.test")
+	if err := os.WriteFile(reader, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(reader)
+	cmd := exec.Command(reader, "-test.run=^TestBackupCopyOpensReadOnlyAnywhere$")
+	cmd.Env = append(os.Environ(), readCopyEnv+"="+path)
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// A database the package closed opens read-only where its reader cannot
+// write the folder, leaving nothing new beside it: the last connection to
+// close keeps the -wal (emptied) and the -shm, which SQLite needs to read
+// a WAL-mode file read-only without creating them.
+func TestReadOnlyOpenAfterCloseInAFolderItCannotWrite(t *testing.T) {
+	base, err := os.MkdirTemp("", "sqlitedb-ro-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := filepath.Join(base, "ro")
+	t.Cleanup(func() { os.Chmod(ro, 0o755); os.RemoveAll(base) })
+	if err := os.Mkdir(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(ro, "closed.db")
+	db, err := sqlitedb.Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createT(t, db)
+	for i := range 50 {
+		if err := db.Write(context.Background(), insert(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() != 0 {
+		t.Fatalf("after Close the WAL is %v (%v); want it kept, empty", fi, err)
+	}
+	before := names(t, ro)
+	for _, c := range []struct {
+		path string
+		mode os.FileMode
+	}{{base, 0o755}, {path, 0o644}, {path + "-wal", 0o644}, {path + "-shm", 0o644}, {ro, 0o555}} {
+		if err := os.Chmod(c.path, c.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := readAsAnotherUser(t, base, path); err != nil || out != "50" {
+		t.Fatalf("the closed database opened read-only by a reader who cannot write its folder: %v\n%s", err, out)
+	}
+	if after := names(t, ro); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the folder held %v, and %v after the read", before, after)
+	}
+}
+
+// names lists the files in dir.
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns []string
+	for _, e := range entries {
+		ns = append(ns, e.Name())
+	}
+	return ns
 }

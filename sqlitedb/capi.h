@@ -143,6 +143,7 @@ struct sqlite3_vfs {
 
 #define LITE_FCNTL_LAST_ERRNO 4
 #define LITE_FCNTL_FILE_POINTER 7
+#define LITE_FCNTL_PERSIST_WAL 10
 #define LITE_SYNC_NORMAL 0x00002
 #define LITE_BUSY 5
 #define LITE_SHM_UNLOCK 1

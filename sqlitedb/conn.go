@@ -85,6 +85,16 @@ static int lite_forget_copied(sqlite3 *db) {
 
 static sqlite3 *lite_handle_from(sqlite3_int64 h) { return (sqlite3 *)(intptr_t)h; }
 
+// lite_persist_wal keeps the -wal and -shm when the connection is the last
+// to close the file (SQLITE_FCNTL_PERSIST_WAL): the WAL emptied, not
+// deleted, so a reader that cannot write the folder can still open the
+// database read-only (SQLite reads a WAL-mode file read-only only with
+// both files there, or created by the reader).
+static int lite_persist_wal(sqlite3 *db) {
+	int on = 1;
+	return sqlite3_file_control(db, "main", LITE_FCNTL_PERSIST_WAL, &on);
+}
+
 static int lite_commit_hook(void *p) { return ((lite_hooks *)p)->allow_commit ? 0 : 1; }
 static void lite_rollback_hook(void *p) { ((lite_hooks *)p)->rollbacks++; }
 
@@ -208,6 +218,7 @@ func newDriverConn(c *sqlite3.SQLiteConn) (*driverConn, error) {
 		dc.hooks = nil
 		return nil, errHookTaken(had)
 	}
+	C.lite_persist_wal(dc.handle) // SQLITE_NOTFOUND where the VFS keeps no WAL: nothing to keep
 	return dc, nil
 }
 

@@ -60,6 +60,10 @@ type DB struct {
 // nothing will change, on read-only media) opens the database read-only:
 // reads only, with no writer, no checkpointer and no Setup; Write and
 // Coalesce return ErrReadOnly, and the file's journal mode stays as it is.
+// A WAL-mode file opens read-only only with its -wal and -shm beside it,
+// or in a folder the reader may create them in (SQLite's rule); the
+// package's connections keep both when the last of them closes the file,
+// and a Backup copy is not a WAL-mode file, so it needs neither.
 //
 // The writers of every process that opens the file with this package take
 // turns in arrival order, through a small file beside it (app.db-queue
