@@ -142,7 +142,7 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 			db.checkpointer.close()
 		}
 		db.closePools()
-		return nil, fmt.Errorf("sqlitedb: %s %s: %w", what, d.path, describeOpenError(err))
+		return nil, fmt.Errorf("sqlitedb: %s %s: %w", what, d.path, describeOpenError(err, false))
 	}
 	if err := db.writeDB.PingContext(ctx); err != nil {
 		return fail("open", err)
@@ -198,7 +198,7 @@ func openReadOnly(ctx context.Context, d dsn, o Options, pragmas []Pragma) (*DB,
 	db.readers = make(chan struct{}, o.ReadConns)
 	if err := db.readDB.PingContext(ctx); err != nil {
 		db.readDB.Close()
-		return nil, fmt.Errorf("sqlitedb: open %s read-only: %w", d.path, describeOpenError(err))
+		return nil, fmt.Errorf("sqlitedb: open %s read-only: %w", d.path, describeOpenError(err, true))
 	}
 	return db, nil
 }

@@ -92,17 +92,21 @@ func IsBusy(err error) bool {
 }
 
 // describeOpenError adds what SQLite's terse open errors usually mean.
-func describeOpenError(err error) error {
+func describeOpenError(err error, readOnly bool) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) {
-		switch se.Code {
-		case sqlite3.ErrNotADB:
+		switch {
+		case se.Code == sqlite3.ErrNotADB:
 			return fmt.Errorf("the file is not a SQLite database (or is encrypted): %w", err)
-		case sqlite3.ErrCorrupt:
+		case se.Code == sqlite3.ErrCorrupt:
 			return fmt.Errorf("the database file is corrupt: %w", err)
-		case sqlite3.ErrCantOpen:
+		case se.Code == sqlite3.ErrCantOpen && readOnly:
+			return fmt.Errorf("cannot open the file (check that it exists and is readable): %w", err)
+		case se.Code == sqlite3.ErrCantOpen:
 			return fmt.Errorf("cannot open the file (check that the path exists and is writable): %w", err)
-		case sqlite3.ErrReadonly:
+		case se.Code == sqlite3.ErrReadonly && readOnly:
+			return fmt.Errorf("a WAL-mode file opens read-only only with its -wal and -shm beside it, or where the reader may create them; here it may not: %w", err)
+		case se.Code == sqlite3.ErrReadonly:
 			return fmt.Errorf("the file or its directory is read-only: %w", err)
 		}
 	}

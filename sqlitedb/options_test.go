@@ -441,3 +441,13 @@ func TestPathsAreNotURIs(t *testing.T) {
 		t.Fatalf("a file: URI naming a host: %v; want an error naming it", err)
 	}
 }
+
+// A read-only open's errors speak of reading: a missing file is one to
+// check exists and is readable, not writable.
+func TestReadOnlyOpenErrorsSpeakOfReading(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.db")
+	_, err := sqlitedb.Open(context.Background(), "file:"+missing+"?mode=ro", nil)
+	if err == nil || !strings.Contains(err.Error(), "check that it exists and is readable") || strings.Contains(err.Error(), "writable") {
+		t.Fatalf("read-only open of a missing file: %v; want it to say to check it exists and is readable", err)
+	}
+}
