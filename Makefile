@@ -35,8 +35,8 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 $(SQLITE_CFLAGS) $(SQLITE_TUNING)
 
 GO ?= go
-# The app, and the SQLite package and its Prometheus collector, each a
-# module of its own (go test ./... stops at a nested module).
+# The app, the SQLite package, its Prometheus collector and its failing-disk
+# file system (faultfs): four modules (go test ./... stops at a nested one).
 MODULES := . sqlitedb sqlitedb/sqlitedbprom sqlitedb/faultfs
 # make run DB=… ADDR=… passes --db and --addr; left unset, serve reads
 # LOREM_DB and LOREM_ADDR from the environment, else its defaults
@@ -44,7 +44,7 @@ MODULES := . sqlitedb sqlitedb/sqlitedbprom sqlitedb/faultfs
 DB ?=
 ADDR ?=
 
-.PHONY: bench-workers build build-plain generate run test test-deps lint vulncheck audit bench bench-postgres bench-quick pgo clean
+.PHONY: bench-workers build build-plain check generate run test test-deps lint vulncheck audit bench bench-postgres bench-quick pgo clean
 
 # The build's name, which `loremnews version` and /metrics give: the
 # commit (+modified for a work tree with changes) and, on a release, its
@@ -86,6 +86,17 @@ test: test-deps lint
 	@for m in $(MODULES); do echo "go test: $$m"; \
 		(cd $$m && LOREM_REQUIRE_ALL=1 SQLITEDB_REQUIRE_ALL=1 SQLITEDB_LITESTREAM=$(CURDIR)/bin/tools/litestream \
 			LOREM_TEST_ARTIFACTS=$(CURDIR)/test-artifacts $(GO) test -race -count=1 -timeout 30m ./...) || exit 1; done
+
+# The inner loop: gofmt, vet and staticcheck of every module (as lint, without
+# installing the test tools or regenerating the pages), then go test -short
+# (the long load and process tests skip) without the race detector: a few
+# minutes where make test takes ten to twenty. make test is the whole proof.
+check:
+	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt needed on the files above"; exit 1)
+	@for m in $(MODULES); do echo "go vet: $$m"; (cd $$m && $(GO) vet ./...) || exit 1; done
+	@if [ -x bin/tools/staticcheck ]; then for m in $(MODULES); do (cd $$m && $(CURDIR)/bin/tools/staticcheck ./...) || exit 1; done; \
+	else echo "staticcheck: not installed yet (make test-deps); skipped here, make lint runs it"; fi
+	@for m in $(MODULES); do echo "go test -short: $$m"; (cd $$m && $(GO) test -short -count=1 ./...) || exit 1; done
 
 # Known vulnerabilities in the code and the dependencies it calls, by
 # govulncheck (pinned). It downloads the Go vulnerability database each run,

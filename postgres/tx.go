@@ -66,7 +66,7 @@ func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx)
 		err := db.writeOnce(ctx, waited, fn)
 		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
 			if errors.Is(err, errRetry) {
-				err = loremnews.Errorf(loremnews.EUNAVAILABLE, "The site is too busy right now. Please try again.")
+				err = loremnews.ErrTooBusy
 			}
 			return db.mapError(err)
 		}
@@ -96,7 +96,7 @@ func (db *DB) writeOnce(ctx context.Context, waited func(), fn func(ctx context.
 	if err != nil {
 		waited()
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return loremnews.Errorf(loremnews.EUNAVAILABLE, "The site is too busy right now. Please try again.")
+			return loremnews.ErrTooBusy
 		}
 		return fmt.Errorf("acquire connection: %w", err)
 	}
