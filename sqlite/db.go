@@ -41,10 +41,9 @@ type Config struct {
 //
 // Pages are read from sqlitedb's memory map of the file and of its WAL
 // (MemoryMap), not by a pread each: nearly every request commits, so a
-// read connection refills its page cache at nearly every request. Side by
-// side on balanced it served 1.14× the requests at 0.88× the CPU per
-// request at 1× the data, 1.12× and 0.90× at 100× (the performance log's
-// attempt 64). A read error through the map is an error, as with pread.
+// read connection refills its page cache at nearly every request; the
+// performance log's attempt 64 measured what that saves. A read error
+// through the map is an error, as with pread.
 // A DSN's vfs parameter decides instead (vfs=unix: SQLite's own reads).
 func (cfg Config) Options(s Setup) *sqlitedb.Options {
 	return &sqlitedb.Options{ReadConns: cfg.ReadConns, Timeout: cfg.WriterTimeout, OnWriteWait: cfg.OnWriteWait,
