@@ -178,7 +178,7 @@ func Open(ctx context.Context, dsnString string, opts *Options) (*DB, error) {
 	}
 	db.writer = newWriter(writerConfig{pool: db.writeDB, timeout: o.Timeout, owner: db,
 		onWait: o.OnWriteWait, committed: db.checkpointer.committed, busyRetries: &db.busyRetries,
-		queue: db.queue, queueState: queueState})
+		procQueue: db.queue, queueState: queueState})
 	return db, nil
 }
 

@@ -120,7 +120,7 @@ type writerConfig struct {
 	// the writer polls for SQLite's lock alone (queueState says why). The
 	// writer goroutine sets it to nil if the queue turns off while it runs
 	// (queueFailed).
-	queue      *processQueue
+	procQueue  *processQueue
 	queueState string
 }
 
@@ -566,7 +566,7 @@ func (wr *writer) afterGoexit(w *pendingWrite) {
 // lock the kernel refuses), the write goes on without a turn, polling for
 // SQLite's lock as it would without a queue, and QueueErrors counts it.
 func (wr *writer) takeTurn(leave <-chan struct{}, deadline time.Time) error {
-	q := wr.cfg.queue
+	q := wr.cfg.procQueue
 	if q == nil {
 		return nil
 	}
@@ -609,7 +609,7 @@ func (wr *writer) takeTurn(leave <-chan struct{}, deadline time.Time) error {
 func (wr *writer) queueFailed(err error) {
 	off := errors.Is(err, errQueueOff)
 	if off {
-		wr.cfg.queue = nil
+		wr.cfg.procQueue = nil
 		slog.Warn("sqlitedb: the queue across processes turned off; the writers poll for the lock", "err", err)
 	}
 	wr.count(func(s *WriterStats) {
