@@ -116,7 +116,7 @@ type writerConfig struct {
 	onWait      func(time.Duration) // Options.OnWriteWait, or nil
 	committed   func()              // after each commit, the connection back in the pool
 	busyRetries *atomic.Int64       // BEGINs retried while another process held the lock
-	// queue hands out the turns among the processes writing the file; nil:
+	// procQueue hands out the turns among the processes writing the file; nil:
 	// the writer polls for SQLite's lock alone (queueState says why). The
 	// writer goroutine sets it to nil if the queue turns off while it runs
 	// (queueFailed).
