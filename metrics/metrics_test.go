@@ -40,7 +40,7 @@ func TestMetricsSeeRequestsAndWrites(t *testing.T) {
 		fmt.Sprintf("loremnews_write_wait_seconds_count %d", writes),
 		`loremnews_db_profile_info{profile="split"} 1`,
 		`loremnews_build_info{commit="0123abcd",version="v1.2.3"} 1`,
-		fmt.Sprintf("loremnews_sqlite_writer_turns_total %d", writes),
+		fmt.Sprintf("loremnews_sqlite_writer_writes_total %d", writes),
 		`loremnews_sqlite_pool_open_connections{pool="read"}`,
 		`loremnews_sqlite_pool_open_connections{pool="write"} 1`,
 		`loremnews_sqlite_busy_errors_total 0`,

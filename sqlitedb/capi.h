@@ -76,8 +76,6 @@ typedef struct lite_hooks {
 	// whoever ended them: a ROLLBACK, or SQLite on its own after an error.
 	unsigned int rollbacks;
 } lite_hooks;
-#define LITE_IOERR_FSYNC (10 | (4 << 8))
-#define LITE_IOERR_DIR_FSYNC (10 | (5 << 8))
 void *sqlite3_wal_hook(sqlite3 *db, int (*xCallback)(void *, sqlite3 *, const char *, int), void *pArg);
 
 // The VFS interface (sqlite3.h's definitions, version 3), for mapvfs.c.
@@ -156,5 +154,14 @@ int sqlite3_vfs_register(sqlite3_vfs *, int makeDflt);
 int lite_map_register(void); // mapvfs.c, unix only
 int lite_map_count(void);
 int lite_map_has(unsigned long long dev, unsigned long long ino);
+
+// lite_main_file sets *f to the connection's own file object of its main
+// database, with its methods.
+static inline int lite_main_file(sqlite3 *db, sqlite3_file **f) {
+	int rc = sqlite3_file_control(db, "main", LITE_FCNTL_FILE_POINTER, f);
+	if (rc != LITE_OK) return rc;
+	return *f && (*f)->pMethods ? LITE_OK : LITE_ERROR;
+}
+
 
 #endif

@@ -2,7 +2,20 @@
 
 package sqlitedb
 
-// #include "capi.h"
+/*
+#include "capi.h"
+
+// lite_sync_main flushes the main database file to disk, as SQLite does
+// after a checkpoint that copied the whole WAL (xSync of the connection's
+// own file object; the connection must be idle and used by one thread).
+static int lite_sync_main(sqlite3 *db) {
+	sqlite3_file *f = 0;
+	int rc = lite_main_file(db, &f);
+	if (rc != LITE_OK) return rc;
+	return f->pMethods->xSync(f, LITE_SYNC_NORMAL);
+}
+
+*/
 import "C"
 
 import (
@@ -346,15 +359,13 @@ func (c *checkpointer) close() error {
 	return err
 }
 
-// CheckpointStats are the checkpointer's counters.
-type CheckpointStats struct {
-	Background int64 // PASSIVE checkpoints from the checkpointer's own connection
-	Inline     int64 // PASSIVE checkpoints the writer ran itself, to finish a background one
-	Restarts   int64 // RESTART checkpoints the writer ran past 60,000 WAL pages (the checkpointer fell behind, or readers never paused)
-	Truncates  int64 // TRUNCATE checkpoints once writes stopped
-	Errors     int64 // checkpoints that failed (tried again at the next signal)
-	// Stopped, once a sync of the database file has failed, says so: no
-	// checkpoint runs any more and the WAL keeps every frame until the
-	// database is opened again (see ErrSyncFailed). Empty until then.
-	Stopped string
+// syncMain flushes the database file of conn's connection to disk, as
+// SQLite does at the end of a checkpoint that copied the whole WAL.
+func syncMain(conn *sql.Conn) error {
+	return onOwnConn(conn, "syncMain", func(c *driverConn) error {
+		if rc := C.lite_sync_main(c.handle); rc != C.LITE_OK {
+			return &Error{Code: int(rc), Message: "sync the database file"}
+		}
+		return nil
+	})
 }

@@ -38,51 +38,6 @@ static void lite_unwatch_wal(sqlite3 *db, int *frames) {
 	free(frames);
 }
 
-// lite_main_file sets *f to the connection's own file object of its main
-// database, with its methods.
-static int lite_main_file(sqlite3 *db, sqlite3_file **f) {
-	int rc = sqlite3_file_control(db, "main", LITE_FCNTL_FILE_POINTER, f);
-	if (rc != LITE_OK) return rc;
-	return *f && (*f)->pMethods ? LITE_OK : LITE_ERROR;
-}
-
-// lite_sync_main flushes the main database file to disk, as SQLite does
-// after a checkpoint that copied the whole WAL (xSync of the connection's
-// own file object; the connection must be idle and used by one thread).
-static int lite_sync_main(sqlite3 *db) {
-	sqlite3_file *f = 0;
-	int rc = lite_main_file(db, &f);
-	if (rc != LITE_OK) return rc;
-	return f->pMethods->xSync(f, LITE_SYNC_NORMAL);
-}
-
-// lite_forget_copied sets the WAL index's count of the WAL's frames copied
-// into the database file (nBackfill, the first field of its checkpoint
-// information, at byte 96 of the -shm file) back to zero, holding the
-// checkpoint lock, as SQLite's own recovery of the index does. A reader's
-// transaction then looks every page up in the whole WAL, not only in the
-// frames after that count, so a page whose copy in the database file was
-// lost is read from its frame. It answers LITE_BUSY while another
-// connection, of any process, checkpoints. The connection must be idle
-// and used by one thread, with the WAL index open (it has read the file).
-static int lite_forget_copied(sqlite3 *db) {
-	sqlite3_file *f = 0;
-	volatile void *index = 0;
-	int rc = lite_main_file(db, &f);
-	if (rc != LITE_OK) return rc;
-	if (f->pMethods->iVersion < 2) return LITE_ERROR;
-	rc = f->pMethods->xShmMap(f, 0, 32768, 0, &index);
-	if (rc != LITE_OK) return rc;
-	if (!index) return LITE_ERROR;
-	// WAL_CKPT_LOCK is the WAL index's lock 1.
-	rc = f->pMethods->xShmLock(f, 1, 1, LITE_SHM_LOCK | LITE_SHM_EXCLUSIVE);
-	if (rc != LITE_OK) return rc;
-	__atomic_store_n((uint32_t *)((char *)index + 96), 0, __ATOMIC_SEQ_CST);
-	f->pMethods->xShmBarrier(f);
-	f->pMethods->xShmLock(f, 1, 1, LITE_SHM_UNLOCK | LITE_SHM_EXCLUSIVE);
-	return LITE_OK;
-}
-
 static sqlite3 *lite_handle_from(sqlite3_int64 h) { return (sqlite3 *)(intptr_t)h; }
 
 // lite_persist_wal keeps the -wal and -shm when the connection is the last
@@ -158,7 +113,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/mattn/go-sqlite3"
@@ -265,10 +219,10 @@ func (c *driverConn) finalizeStatements() {
 
 func (c *driverConn) lastError(rc C.int) error {
 	e := &Error{Code: int(C.sqlite3_extended_errcode(c.handle)), Message: C.GoString(C.sqlite3_errmsg(c.handle))}
-	switch e.Code & 0xff {
-	case sqliteIOErr, sqliteFull, sqliteCantOpen:
+	switch sqlite3.ErrNo(e.Code & 0xff) {
+	case sqlite3.ErrIoErr, sqlite3.ErrFull, sqlite3.ErrCantOpen:
 		e.Errno = syscall.Errno(C.lite_last_errno(c.handle))
-	case sqliteCorrupt:
+	case sqlite3.ErrCorrupt:
 		// Only the errors SQLite turns into a corrupt file
 		// (SQLITE_IOERR_CORRUPTFS): the file's last errno may be older
 		// than a corruption found in the bytes themselves.
@@ -378,56 +332,6 @@ func watchWAL(ctx context.Context, conn *sql.Conn) (frames func() int, err error
 		return nil
 	})
 	return frames, err
-}
-
-// syncMain flushes the database file of conn's connection to disk, as
-// SQLite does at the end of a checkpoint that copied the whole WAL.
-func syncMain(conn *sql.Conn) error {
-	return onOwnConn(conn, "syncMain", func(c *driverConn) error {
-		if rc := C.lite_sync_main(c.handle); rc != C.LITE_OK {
-			return &Error{Code: int(rc), Message: "sync the database file"}
-		}
-		return nil
-	})
-}
-
-// forgetCopied sets the WAL index's count of frames copied into the
-// database file back to zero, on a connection of pool (see
-// lite_forget_copied), waiting up to a few seconds for another process's
-// checkpoint to end.
-func forgetCopied(pool *sql.DB) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := pool.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	// A read first, so the connection has the WAL index open.
-	var n int64
-	if err := conn.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&n); err != nil {
-		return err
-	}
-	for {
-		var rc C.int
-		err := onOwnConn(conn, "forgetCopied", func(c *driverConn) error {
-			rc = C.lite_forget_copied(c.handle)
-			return nil
-		})
-		switch {
-		case err != nil:
-			return err
-		case rc == C.LITE_OK:
-			return nil
-		case rc != C.LITE_BUSY:
-			return &Error{Code: int(rc), Message: "reset the WAL index's count of copied frames"}
-		}
-		select {
-		case <-ctx.Done():
-			return &Error{Code: int(rc), Message: "reset the WAL index's count of copied frames: another connection kept checkpointing"}
-		case <-time.After(time.Millisecond):
-		}
-	}
 }
 
 // onOwnConn runs fn on conn's driver connection, which must be one the

@@ -42,6 +42,7 @@ type DB struct {
 
 	busyRetries atomic.Int64 // BEGINs retried after SQLITE_BUSY
 	busyErrors  atomic.Int64 // SQLITE_BUSY errors returned to callers
+	timeouts    atomic.Int64 // ErrTimeout errors returned to callers
 	readWaits   atomic.Int64 // reads that found every read connection taken
 	readWaitNs  atomic.Int64 // their total wait, in nanoseconds
 

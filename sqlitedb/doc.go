@@ -77,7 +77,7 @@
 //     gets without the map. It is not the default because what it saves
 //     is small next to a request's other work, and it installs a SIGBUS
 //     handler in the process (which passes every other SIGBUS to Go's).
-//     Stats().Mapped says which files are mapped.
+//     Stats().MappedDatabase and MappedWAL say which files are mapped.
 //   - Other processes may open the file at any time, as with SQLite
 //     itself: the sqlite3 shell, a script, a backup or replication tool
 //     such as Litestream, a second process of yours during a deploy. They

@@ -360,7 +360,7 @@ func ExampleDB_Coalesce() {
 	// How many transactions the 301 writes took depends on how they
 	// arrived: db.Stats().Writer.Commits counts them.
 	fmt.Println("users seen:", seen)
-	fmt.Println("writes run:", db.Stats().Writer.Turns)
+	fmt.Println("writes run:", db.Stats().Writer.Writes)
 	// Output:
 	// users seen: 3
 	// writes run: 301

@@ -2,14 +2,48 @@
 
 package sqlitedb
 
-// #include "capi.h"
+/*
+#include "capi.h"
+
+// lite_forget_copied sets the WAL index's count of the WAL's frames copied
+// into the database file (nBackfill, the first field of its checkpoint
+// information, at byte 96 of the -shm file) back to zero, holding the
+// checkpoint lock, as SQLite's own recovery of the index does. A reader's
+// transaction then looks every page up in the whole WAL, not only in the
+// frames after that count, so a page whose copy in the database file was
+// lost is read from its frame. It answers LITE_BUSY while another
+// connection, of any process, checkpoints. The connection must be idle
+// and used by one thread, with the WAL index open (it has read the file).
+static int lite_forget_copied(sqlite3 *db) {
+	sqlite3_file *f = 0;
+	volatile void *index = 0;
+	int rc = lite_main_file(db, &f);
+	if (rc != LITE_OK) return rc;
+	if (f->pMethods->iVersion < 2) return LITE_ERROR;
+	rc = f->pMethods->xShmMap(f, 0, 32768, 0, &index);
+	if (rc != LITE_OK) return rc;
+	if (!index) return LITE_ERROR;
+	// WAL_CKPT_LOCK is the WAL index's lock 1.
+	rc = f->pMethods->xShmLock(f, 1, 1, LITE_SHM_LOCK | LITE_SHM_EXCLUSIVE);
+	if (rc != LITE_OK) return rc;
+	__atomic_store_n((uint32_t *)((char *)index + 96), 0, __ATOMIC_SEQ_CST);
+	f->pMethods->xShmBarrier(f);
+	f->pMethods->xShmLock(f, 1, 1, LITE_SHM_UNLOCK | LITE_SHM_EXCLUSIVE);
+	return LITE_OK;
+}
+
+*/
 import "C"
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // failStop is the first failed sync of a DB's database file, after which
@@ -72,6 +106,45 @@ func (f *failStop) set(err error, pool *sql.DB) {
 
 // isSyncError reports whether err says a sync of a file failed.
 func isSyncError(err error) bool {
-	code := ErrorCode(err)
-	return code == C.LITE_IOERR_FSYNC || code == C.LITE_IOERR_DIR_FSYNC
+	code := sqlite3.ErrNoExtended(ErrorCode(err))
+	return code == sqlite3.ErrIoErrFsync || code == sqlite3.ErrIoErrDirFsync
+}
+
+// forgetCopied sets the WAL index's count of frames copied into the
+// database file back to zero, on a connection of pool (see
+// lite_forget_copied), waiting up to a few seconds for another process's
+// checkpoint to end.
+func forgetCopied(pool *sql.DB) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// A read first, so the connection has the WAL index open.
+	var n int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&n); err != nil {
+		return err
+	}
+	for {
+		var rc C.int
+		err := onOwnConn(conn, "forgetCopied", func(c *driverConn) error {
+			rc = C.lite_forget_copied(c.handle)
+			return nil
+		})
+		switch {
+		case err != nil:
+			return err
+		case rc == C.LITE_OK:
+			return nil
+		case rc != C.LITE_BUSY:
+			return &Error{Code: int(rc), Message: "reset the WAL index's count of copied frames"}
+		}
+		select {
+		case <-ctx.Done():
+			return &Error{Code: int(rc), Message: "reset the WAL index's count of copied frames: another connection kept checkpointing"}
+		case <-time.After(time.Millisecond):
+		}
+	}
 }

@@ -181,8 +181,8 @@ func TestMapsAreSharedAndReleased(t *testing.T) {
 	if got := sqlitedb.MappedFiles() - before; got != 4 {
 		t.Errorf("two open databases map %d files, want 4", got)
 	}
-	if m := a.Stats().Mapped; !m.Database || !m.WAL {
-		t.Errorf("Stats().Mapped = %+v, want both files mapped", m)
+	if s := a.Stats(); !s.MappedDatabase || !s.MappedWAL {
+		t.Errorf("Stats() MappedDatabase, MappedWAL = %v, %v; want both files mapped", s.MappedDatabase, s.MappedWAL)
 	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
@@ -202,8 +202,8 @@ func TestMapsAreSharedAndReleased(t *testing.T) {
 	if got := sqlitedb.MappedFiles() - before; got != 0 {
 		t.Errorf("without MemoryMap, %d files mapped, want 0", got)
 	}
-	if m := c.Stats().Mapped; m.Database || m.WAL {
-		t.Errorf("without MemoryMap, Stats().Mapped = %+v, want neither file mapped", m)
+	if s := c.Stats(); s.MappedDatabase || s.MappedWAL {
+		t.Errorf("without MemoryMap, Stats() MappedDatabase, MappedWAL = %v, %v; want neither file mapped", s.MappedDatabase, s.MappedWAL)
 	}
 }
 
@@ -376,7 +376,7 @@ func TestAPageTheMapCannotServeIsAnError(t *testing.T) {
 	if err != nil || n != 300 {
 		t.Fatalf("the first read: %d rows, %v", n, err)
 	}
-	if !db.Stats().Mapped.WAL || mappedKiB(t, path+"-wal") == 0 {
+	if !db.Stats().MappedWAL || mappedKiB(t, path+"-wal") == 0 {
 		t.Fatal("the WAL is not read through the map: the test would prove nothing")
 	}
 	// A commit empties the reader's page cache; then the WAL is cut to
@@ -411,7 +411,7 @@ var faultSink byte
 func TestOtherFaultsStillReachGo(t *testing.T) {
 	db, path := openDB(t, &sqlitedb.Options{MemoryMap: true})
 	mustExec(t, db, `CREATE TABLE t (n INTEGER)`)
-	if !db.Stats().Mapped.Database {
+	if !db.Stats().MappedDatabase {
 		t.Fatalf("%s is not mapped: the package's handler may not be installed", path)
 	}
 	f, err := os.CreateTemp(t.TempDir(), "fault")

@@ -166,6 +166,9 @@ func TestQueueTimeout(t *testing.T) {
 	if !errors.Is(err, sqlitedb.ErrTimeout) || !strings.Contains(err.Error(), "turn among the processes") {
 		t.Fatalf("a write that waited past its timeout: %v; want ErrTimeout naming the turn", err)
 	}
+	if n := waiter.Stats().Timeouts; n != 1 {
+		t.Fatalf("Stats().Timeouts = %d after a write timed out waiting for the turn, want 1", n)
+	}
 	if err := let(); err != nil {
 		t.Fatal(err)
 	}

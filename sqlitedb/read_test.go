@@ -79,6 +79,9 @@ func TestAWaitingReadLeavesWithItsContext(t *testing.T) {
 	if ran.Load() {
 		t.Fatal("a read that left before its slot ran")
 	}
+	if n := db.Stats().Timeouts; n != 0 {
+		t.Fatalf("Stats().Timeouts = %d after reads that left with their contexts, want 0: the caller's deadline is not the package's timeout", n)
+	}
 
 	// The reads that left took no slot: once the held ones end, conns
 	// reads can hold their connections again, and one more read runs.
@@ -104,6 +107,9 @@ func TestReadTimesOutWaitingForASlot(t *testing.T) {
 	}
 	if ran.Load() {
 		t.Fatal("a read that timed out ran")
+	}
+	if n := db.Stats().Timeouts; n != 1 {
+		t.Fatalf("Stats().Timeouts = %d after a read timed out, want 1", n)
 	}
 	release()
 	if got := queryInt(t, db, `SELECT 1`); got != 1 {

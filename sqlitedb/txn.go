@@ -33,7 +33,7 @@ func (db *DB) Read(ctx context.Context, fn func(ctx context.Context, rx *Rx) err
 		return ErrClosed
 	}
 	if err := db.enterRead(ctx); err != nil {
-		return err
+		return db.result(err)
 	}
 	defer db.leaveRead()
 	return db.result(db.readOn(ctx, db.readDB, fn))
@@ -181,62 +181,17 @@ func (db *DB) write(ctx context.Context, fn func(context.Context, *Tx) error, co
 // called it, until Timeout.
 var errNested = errors.New("sqlitedb: Write or Coalesce called inside a write on the same DB; run the statements on the write's tx instead")
 
-// Stats is a snapshot of a DB's counters.
-type Stats struct {
-	Writer      WriterStats
-	Checkpoints CheckpointStats
-	// BusyRetries counts BEGINs that found SQLite's lock taken (by another
-	// process) and were tried again.
-	BusyRetries int64
-	// BusyErrors counts ErrBusy errors returned to callers: each is a read
-	// or write that failed because the database was locked.
-	BusyErrors int64
-	// ReadWaits counts reads that found every read connection taken and
-	// waited for one; ReadWaitTime is their total wait. (ReadPool's own
-	// wait counts stay 0: reads queue before they reach the pool.)
-	ReadWaits    int64
-	ReadWaitTime time.Duration
-	ReadPool     sql.DBStats // the read pool
-	WritePool    sql.DBStats // the write connection
-	// Mapped says which of the database's files this process reads from
-	// a memory map (Options.MemoryMap) now.
-	Mapped MapStats
-}
-
-// MapStats says whether the database file and its WAL are mapped.
-type MapStats struct{ Database, WAL bool }
-
-// Stats returns the current counters.
-func (db *DB) Stats() Stats {
-	s := Stats{
-		BusyRetries:  db.busyRetries.Load(),
-		BusyErrors:   db.busyErrors.Load(),
-		ReadWaits:    db.readWaits.Load(),
-		ReadWaitTime: time.Duration(db.readWaitNs.Load()),
-		ReadPool:     db.readDB.Stats(),
-	}
-	if db.readOnly {
-		return s
-	}
-	s.WritePool, s.Writer = db.writeDB.Stats(), db.writer.snapshot()
-	c := db.checkpointer
-	s.Checkpoints = CheckpointStats{Background: c.runs.Load(), Inline: c.inline.Load(), Restarts: c.restarts.Load(), Truncates: c.truncates.Load(), Errors: c.errors.Load()}
-	if err := db.stopped.err(); err != nil {
-		s.Checkpoints.Stopped = err.Error()
-		if n := db.stopped.forgetErrors.Load(); n > 0 {
-			s.Checkpoints.Stopped += fmt.Sprintf(" (and %d times the WAL index kept counting frames as copied: a read may meet a page the disk lost)", n)
-		}
-	}
-	if db.opts.MemoryMap || db.dsn.params.Get("vfs") == mapVFSName {
-		s.Mapped = MapStats{Database: isMapped(db.path), WAL: isMapped(db.path + "-wal")}
-	}
-	return s
-}
-
-// result is what a read or write returns to its caller: a busy error is
-// counted and marked ErrBusy.
+// result is what a read or write returns to its caller: a timeout is
+// counted, and a busy error counted and marked ErrBusy.
 func (db *DB) result(err error) error {
-	if err == nil || errors.Is(err, ErrBusy) || !IsBusy(err) {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrTimeout) {
+		db.timeouts.Add(1)
+		return err
+	}
+	if errors.Is(err, ErrBusy) || !IsBusy(err) {
 		return err
 	}
 	db.busyErrors.Add(1)

@@ -8,13 +8,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // writer owns every write transaction of a DB from beginning to end —
@@ -302,7 +303,7 @@ gather:
 		if !w.state.CompareAndSwap(writeQueued, writeRunning) {
 			continue
 		}
-		wr.count(func(s *WriterStats) { s.Turns++ })
+		wr.count(func(s *WriterStats) { s.Writes++ })
 		live = append(live, w)
 	}
 	return live
@@ -554,100 +555,6 @@ func (wr *writer) afterGoexit(w *pendingWrite) {
 	w.answer(errGoexit)
 }
 
-// takeTurn waits for this process's turn to write among the processes
-// using the package on the file, if they queue (see processQueue), up to
-// deadline or until leave is closed. A turn, once come, is kept for the
-// transactions of the writes that were waiting in this process when it
-// came, and for later ones while no other process has asked for it (run
-// ends it when neither is left; see turnOver): each process is served in
-// the order it asked, and the turn changes hands once per round instead
-// of once per transaction, which costs a wake-up of another process each
-// time. The queue only orders the processes: if it fails (a
-// lock the kernel refuses), the write goes on without a turn, polling for
-// SQLite's lock as it would without a queue, and QueueErrors counts it.
-func (wr *writer) takeTurn(leave <-chan struct{}, deadline time.Time) error {
-	q := wr.cfg.procQueue
-	if q == nil {
-		return nil
-	}
-	if wr.turn.held {
-		wr.turn.left--
-		return nil
-	}
-	t, err := q.take(min(time.Until(deadline), queueLockWait))
-	if err != nil {
-		wr.queueFailed(err)
-		return nil
-	}
-	start := time.Now()
-	waited, err := q.wait(t, deadline, leave)
-	if waited {
-		d := time.Since(start)
-		wr.count(func(s *WriterStats) { s.TurnWaits++; s.TurnWaited += d; s.MaxTurnWait = max(s.MaxTurnWait, d) })
-	}
-	switch {
-	case err == nil:
-		wr.turn.held, wr.turn.queue, wr.turn.ticket, wr.turn.left = true, q, t, len(wr.queue)+len(wr.coalesced)
-		return nil
-	case errors.Is(err, errTurnNotYet):
-		q.release(t)
-		return fmt.Errorf("waited %v for the write turn among the processes on the file (Timeout %v): %w", time.Since(deadline.Add(-wr.cfg.timeout)).Round(time.Millisecond), wr.cfg.timeout, ErrTimeout)
-	case errors.Is(err, errTurnGivenUp):
-		q.release(t)
-		return err
-	default:
-		q.release(t)
-		wr.queueFailed(err)
-		return nil
-	}
-}
-
-// queueFailed counts a transaction that goes on without a turn because
-// the queue failed (err), and turns the queue off if err says it is off
-// for good: the writer polls for SQLite's lock from then on, and Stats
-// and the log say why.
-func (wr *writer) queueFailed(err error) {
-	off := errors.Is(err, errQueueOff)
-	if off {
-		wr.cfg.procQueue = nil
-		slog.Warn("sqlitedb: the queue across processes turned off; the writers poll for the lock", "err", err)
-	}
-	wr.count(func(s *WriterStats) {
-		s.QueueErrors++
-		if off {
-			s.Queue = "off: " + err.Error()
-		}
-	})
-}
-
-// The ends of a wait for the turn among processes (processQueue.wait):
-// errTurnNotYet, the turn did not come before the wait's deadline;
-// errTurnGivenUp, the waiter's caller left before it came.
-var (
-	errTurnNotYet  = errors.New("the turn did not come")
-	errTurnGivenUp = errors.New("gave up the turn")
-)
-
-// turnOver reports whether the turn is to be handed on: this process has
-// no write waiting, or it has run those that waited when the turn came
-// and another process has asked for the turn since. While no other
-// process asks, the turn stays, and the writes that come meanwhile run
-// without taking a ticket each.
-func (wr *writer) turnOver() bool {
-	if len(wr.queue)+len(wr.coalesced) == 0 {
-		return true
-	}
-	return wr.turn.left <= 0 && wr.turn.queue.waitingAfter(wr.turn.ticket)
-}
-
-// endTurn gives this process's turn up, if it holds one.
-func (wr *writer) endTurn() {
-	if wr.turn.held {
-		wr.turn.queue.release(wr.turn.ticket)
-		wr.turn.held = false
-	}
-}
-
 // begin takes the write connection and starts a write transaction on it,
 // BEGIN IMMEDIATE, retrying while another process holds SQLite's write
 // lock (up to deadline, or until leave is closed: errTurnGivenUp), and closes the connection's commit gate: from then on only the
@@ -723,18 +630,9 @@ func (wr *writer) voidPending() error {
 // mayLeaveFrames reports whether a COMMIT that failed with err may have
 // written its frames to the WAL: an I/O error or a full disk.
 func mayLeaveFrames(err error) bool {
-	code := ErrorCode(err) & 0xff
-	return code == sqliteIOErr || code == sqliteFull
+	code := sqlite3.ErrNo(ErrorCode(err) & 0xff)
+	return code == sqlite3.ErrIoErr || code == sqlite3.ErrFull
 }
-
-// SQLite's primary result codes for an I/O error, a corrupt file, a full
-// disk and a file it cannot open.
-const (
-	sqliteIOErr    = 10
-	sqliteCorrupt  = 11
-	sqliteFull     = 13
-	sqliteCantOpen = 14
-)
 
 // execCommit runs COMMIT on conn with its commit gate open.
 func execCommit(conn *sql.Conn) error {
@@ -883,34 +781,6 @@ func (wr *writer) snapshot() WriterStats {
 	s := wr.stats
 	s.Depth = len(wr.queue) + len(wr.coalesced)
 	return s
-}
-
-// WriterStats are the writer goroutine's counters.
-type WriterStats struct {
-	Depth     int   // writes waiting now
-	MaxDepth  int   // most writes ever waiting at once
-	Turns     int64 // writes run (ordinary and coalesced)
-	Abandoned int64 // writes whose caller left before their turn (they never ran)
-	Commits   int64 // transactions committed
-	// Waited is the total time the writes run waited for their turn, from
-	// Write (or Coalesce) to their transaction's BEGIN succeeding: the
-	// turn in this process, the turn among processes, SQLite's lock.
-	// Waited/Turns is the mean wait, MaxWait the longest.
-	Waited  time.Duration
-	MaxWait time.Duration
-
-	// Queue says whether the writers of all processes using the package
-	// on the file take turns in arrival order ("on"; see Open), or why
-	// this one polls for SQLite's lock instead ("off: …").
-	Queue string
-	// TurnWaits counts transactions that waited for another process's
-	// turn to end; TurnWaited is their total wait, MaxTurnWait the
-	// longest. QueueErrors counts transactions that went on without a
-	// turn because the queue's file locks failed.
-	TurnWaits   int64
-	TurnWaited  time.Duration
-	MaxTurnWait time.Duration
-	QueueErrors int64
 }
 
 // insideWrite is the key of the value the writer puts in a write's

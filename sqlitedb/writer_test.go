@@ -69,7 +69,7 @@ func TestWriterIsFIFO(t *testing.T) {
 			if m.name == "coalesced" {
 				wantCommits = 2 // the held write, then one batch
 			}
-			if s.Depth != 0 || s.MaxDepth < n || s.Turns-before.Turns != 1+n || s.Commits-before.Commits != wantCommits {
+			if s.Depth != 0 || s.MaxDepth < n || s.Writes-before.Writes != 1+n || s.Commits-before.Commits != wantCommits {
 				t.Fatalf("writer stats %+v (before: %+v); want depth 0, max depth ≥ %d, %d more turns, %d more commits", s, before, n, 1+n, wantCommits)
 			}
 		})
@@ -219,8 +219,8 @@ func TestWriteTimesOutBeforeItsTurn(t *testing.T) {
 			if got := queryInts(t, db, `SELECT n FROM t ORDER BY seq`); !slices.Equal(got, []int64{1, 3}) {
 				t.Fatalf("rows %v, want [1 3]: the held write and the one after, not the one that timed out", got)
 			}
-			if s := db.Stats().Writer; s.Abandoned != 1 {
-				t.Fatalf("writer stats %+v, want 1 abandoned", s)
+			if s := db.Stats(); s.Writer.Abandoned != 1 || s.Timeouts != 1 {
+				t.Fatalf("Stats: %d abandoned, %d timeouts; want 1 and 1", s.Writer.Abandoned, s.Timeouts)
 			}
 		})
 	}

@@ -10,7 +10,7 @@
 //
 //	writer_queue_depth                      gauge    writes waiting for the writer now
 //	writer_queue_max_depth                  gauge    most writes ever waiting at once
-//	writer_turns_total                      counter  writes run (ordinary and coalesced)
+//	writer_writes_total                     counter  writes run (ordinary and coalesced)
 //	writer_abandoned_total                  counter  writes whose caller left before their turn
 //	writer_commits_total                    counter  transactions the writer committed
 //	writer_wait_seconds_total               counter  time the writes run waited for their turn
@@ -22,6 +22,7 @@
 //	writer_process_queue_errors_total       counter  transactions run without a turn (the queue's locks failed)
 //	busy_retries_total                      counter  BEGINs retried because another connection held the lock
 //	busy_errors_total                       counter  reads and writes that failed with ErrBusy
+//	timeouts_total                          counter  reads and writes that waited Timeout for their turn and did not run
 //	checkpoints_total{kind}                 counter  WAL checkpoints: background, inline, restart, truncate
 //	checkpoint_errors_total                 counter  checkpoints that failed (tried again later)
 //	checkpoints_stopped                     gauge    1 once a failed sync of the database file stopped every checkpoint
@@ -45,8 +46,8 @@ import (
 type collector struct {
 	db *sqlitedb.DB
 
-	queueDepth, queueMaxDepth, turns, abandoned, commits   *prometheus.Desc
-	busyRetries, busyErrors                                *prometheus.Desc
+	queueDepth, queueMaxDepth, writes, abandoned, commits  *prometheus.Desc
+	busyRetries, busyErrors, timeouts                      *prometheus.Desc
 	checkpoints, checkpointErrors, checkpointsStopped      *prometheus.Desc
 	mapped                                                 *prometheus.Desc
 	poolOpen, poolInUse, poolWaits, poolWaitSeconds        *prometheus.Desc
@@ -68,11 +69,12 @@ func NewCollector(db *sqlitedb.DB, namespace string) prometheus.Collector {
 		db:                 db,
 		queueDepth:         desc("writer_queue_depth", "Writes waiting for the writer now."),
 		queueMaxDepth:      desc("writer_queue_max_depth", "Most writes ever waiting for the writer at once."),
-		turns:              desc("writer_turns_total", "Writes the writer ran, ordinary and coalesced."),
+		writes:             desc("writer_writes_total", "Writes the writer ran, ordinary and coalesced."),
 		abandoned:          desc("writer_abandoned_total", "Writes whose caller left (context ended, Timeout passed) before their turn; they never ran."),
 		commits:            desc("writer_commits_total", "Transactions the writer committed (coalesced writes share one)."),
 		busyRetries:        desc("busy_retries_total", "BEGINs that found SQLite's lock taken and were tried again."),
 		busyErrors:         desc("busy_errors_total", "Reads and writes that failed with ErrBusy: the database stayed locked past Timeout."),
+		timeouts:           desc("timeouts_total", "Reads and writes that waited Timeout for their connection or their turn and did not run (ErrTimeout)."),
 		checkpoints:        desc("checkpoints_total", "WAL checkpoints, by kind: background (PASSIVE, own connection), inline (the writer finishing a background one), restart (the writer, past the hard limit), truncate (once writes stopped).", "kind"),
 		checkpointErrors:   desc("checkpoint_errors_total", "WAL checkpoints that failed (tried again at the next signal)."),
 		checkpointsStopped: desc("checkpoints_stopped", "1 once a sync of the database file failed: no checkpoint runs any more, the WAL keeps every frame, and opening the database again copies them (restart the process)."),
@@ -83,7 +85,7 @@ func NewCollector(db *sqlitedb.DB, namespace string) prometheus.Collector {
 		poolWaitSeconds:    desc("pool_wait_seconds_total", "Time callers of database/sql spent waiting for a free connection, by pool.", "pool"),
 		readWaits:          desc("read_waits_total", "Reads that found every read connection taken and waited for one, in arrival order."),
 		readWaitSeconds:    desc("read_wait_seconds_total", "Time reads spent waiting for a read connection."),
-		writeWaitSeconds:   desc("writer_wait_seconds_total", "Time the writes run spent waiting for their turn (divide by writer_turns_total for the mean)."),
+		writeWaitSeconds:   desc("writer_wait_seconds_total", "Time the writes run spent waiting for their turn (divide by writer_writes_total for the mean)."),
 		writeWaitMax:       desc("writer_wait_max_seconds", "The longest wait of a write, from asking to write until its BEGIN succeeded."),
 		processQueue:       desc("writer_process_queue", "1 if the writers of all processes using the file take turns in arrival order; 0 if they poll for SQLite's lock."),
 		turnWaits:          desc("writer_process_turn_waits_total", "Transactions that waited for another process's turn to write."),
@@ -95,8 +97,8 @@ func NewCollector(db *sqlitedb.DB, namespace string) prometheus.Collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.queueDepth, c.queueMaxDepth, c.turns, c.abandoned, c.commits,
-		c.busyRetries, c.busyErrors, c.checkpoints, c.checkpointErrors, c.checkpointsStopped, c.mapped,
+		c.queueDepth, c.queueMaxDepth, c.writes, c.abandoned, c.commits,
+		c.busyRetries, c.busyErrors, c.timeouts, c.checkpoints, c.checkpointErrors, c.checkpointsStopped, c.mapped,
 		c.poolOpen, c.poolInUse, c.poolWaits, c.poolWaitSeconds,
 		c.readWaits, c.readWaitSeconds, c.writeWaitSeconds,
 		c.writeWaitMax, c.processQueue, c.turnWaits, c.turnWaitSeconds, c.turnWaitMax, c.queueErrors,
@@ -117,7 +119,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	w := s.Writer
 	gauge(c.queueDepth, float64(w.Depth))
 	gauge(c.queueMaxDepth, float64(w.MaxDepth))
-	counter(c.turns, float64(w.Turns))
+	counter(c.writes, float64(w.Writes))
 	counter(c.abandoned, float64(w.Abandoned))
 	counter(c.commits, float64(w.Commits))
 	counter(c.writeWaitSeconds, w.Waited.Seconds())
@@ -129,6 +131,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.queueErrors, float64(w.QueueErrors))
 	counter(c.busyRetries, float64(s.BusyRetries))
 	counter(c.busyErrors, float64(s.BusyErrors))
+	counter(c.timeouts, float64(s.Timeouts))
 	k := s.Checkpoints
 	counter(c.checkpoints, float64(k.Background), "background")
 	counter(c.checkpoints, float64(k.Inline), "inline")
@@ -136,8 +139,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.checkpoints, float64(k.Truncates), "truncate")
 	counter(c.checkpointErrors, float64(k.Errors))
 	gauge(c.checkpointsStopped, bit(k.Stopped != ""))
-	gauge(c.mapped, bit(s.Mapped.Database), "database")
-	gauge(c.mapped, bit(s.Mapped.WAL), "wal")
+	gauge(c.mapped, bit(s.MappedDatabase), "database")
+	gauge(c.mapped, bit(s.MappedWAL), "wal")
 
 	pool := func(name string, p sql.DBStats) {
 		gauge(c.poolOpen, float64(p.OpenConnections), name)

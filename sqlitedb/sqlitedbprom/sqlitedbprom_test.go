@@ -57,8 +57,8 @@ func TestCollectorDefaults(t *testing.T) {
 	// 6 writer metrics, 2 busy, 4 checkpoint kinds, their errors and
 	// whether they stopped, 2 mapped files, 4 for each of the 2 pools, 2
 	// for the reads' own queue.
-	if n := testutil.CollectAndCount(c); n != 6+2+6+2+2*4+2+6 {
-		t.Errorf("CollectAndCount = %d, want %d", n, 6+2+6+2+2*4+2+6)
+	if n := testutil.CollectAndCount(c); n != 6+3+6+2+2*4+2+6 {
+		t.Errorf("CollectAndCount = %d, want %d", n, 6+3+6+2+2*4+2+6)
 	}
 	healthy := `# HELP test_sqlite_checkpoints_stopped 1 once a sync of the database file failed: no checkpoint runs any more, the WAL keeps every frame, and opening the database again copies them (restart the process).
 # TYPE test_sqlite_checkpoints_stopped gauge
@@ -82,9 +82,9 @@ test_sqlite_checkpoints_stopped 0
 	}
 
 	const want = `
-# HELP test_sqlite_writer_turns_total Writes the writer ran, ordinary and coalesced.
-# TYPE test_sqlite_writer_turns_total counter
-test_sqlite_writer_turns_total 5
+# HELP test_sqlite_writer_writes_total Writes the writer ran, ordinary and coalesced.
+# TYPE test_sqlite_writer_writes_total counter
+test_sqlite_writer_writes_total 5
 # HELP test_sqlite_writer_commits_total Transactions the writer committed (coalesced writes share one).
 # TYPE test_sqlite_writer_commits_total counter
 test_sqlite_writer_commits_total 5
@@ -100,6 +100,9 @@ test_sqlite_writer_queue_depth 0
 # HELP test_sqlite_busy_errors_total Reads and writes that failed with ErrBusy: the database stayed locked past Timeout.
 # TYPE test_sqlite_busy_errors_total counter
 test_sqlite_busy_errors_total 0
+# HELP test_sqlite_timeouts_total Reads and writes that waited Timeout for their connection or their turn and did not run (ErrTimeout).
+# TYPE test_sqlite_timeouts_total counter
+test_sqlite_timeouts_total 0
 # HELP test_sqlite_pool_open_connections Open connections, by pool (read, write).
 # TYPE test_sqlite_pool_open_connections gauge
 test_sqlite_pool_open_connections{pool="read"} 1
@@ -110,8 +113,8 @@ test_sqlite_pool_in_use_connections{pool="read"} 0
 test_sqlite_pool_in_use_connections{pool="write"} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
-		"test_sqlite_writer_turns_total", "test_sqlite_writer_commits_total", "test_sqlite_writer_abandoned_total",
-		"test_sqlite_writer_queue_depth", "test_sqlite_busy_errors_total", "test_sqlite_writer_process_queue",
+		"test_sqlite_writer_writes_total", "test_sqlite_writer_commits_total", "test_sqlite_writer_abandoned_total",
+		"test_sqlite_writer_queue_depth", "test_sqlite_busy_errors_total", "test_sqlite_timeouts_total", "test_sqlite_writer_process_queue",
 		"test_sqlite_pool_open_connections", "test_sqlite_pool_in_use_connections"); err != nil {
 		t.Error(err)
 	}
@@ -119,10 +122,10 @@ test_sqlite_pool_in_use_connections{pool="write"} 0
 	// The counters follow the database: three more writes.
 	work(t, db, 3)
 	if err := testutil.CollectAndCompare(c, strings.NewReader(`
-# HELP test_sqlite_writer_turns_total Writes the writer ran, ordinary and coalesced.
-# TYPE test_sqlite_writer_turns_total counter
-test_sqlite_writer_turns_total 8
-`), "test_sqlite_writer_turns_total"); err != nil {
+# HELP test_sqlite_writer_writes_total Writes the writer ran, ordinary and coalesced.
+# TYPE test_sqlite_writer_writes_total counter
+test_sqlite_writer_writes_total 8
+`), "test_sqlite_writer_writes_total"); err != nil {
 		t.Error(err)
 	}
 }
