@@ -270,9 +270,6 @@ func (db *DB) startCheckpointer(ctx context.Context) error {
 // Path is the database file's path.
 func (db *DB) Path() string { return db.path }
 
-// Options are the options the database was opened with, defaults filled in.
-func (db *DB) Options() Options { return db.opts }
-
 // Close lets the writes already queued finish, runs PRAGMA optimize (so the
 // query planner's statistics stay fresh for the next start), checkpoints
 // the WAL into the database file and truncates it, then closes every

@@ -493,9 +493,14 @@ func ExampleDB_Write() {
 			return err
 		}
 		for rows.Next() {
-			fmt.Println(rows.Text(0), rows.Int64(1))
+			var name string
+			var balance int64
+			if err := rows.Scan(&name, &balance); err != nil {
+				return err
+			}
+			fmt.Println(name, balance)
 		}
-		return nil
+		return rows.Err()
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -24,6 +24,12 @@ func TxForTest(conn *sql.Conn) *Tx { return &Tx{Rx{conn: conn}} }
 
 var MappedFiles = mappedFiles
 
+// OptionsForTest are the options db was opened with, defaults filled in.
+func OptionsForTest(db *DB) Options { return db.opts }
+
+// ColumnsForTest is the number of columns in each of rows' rows.
+func ColumnsForTest(rows *Rows) int { return rows.ncol }
+
 // SetWALFinishFramesForTest sets the WAL's size, in frames, from which
 // the DB's writer takes its finishing step after a background checkpoint
 // (walFinishFrames, 40,000, otherwise).

@@ -78,7 +78,7 @@ func TestSharedLockHeldAfterPoolsGrow(t *testing.T) {
 			createT(t, db)
 
 			// Every read connection at once, while writes go on.
-			release := holdReads(t, db, db.Options().ReadConns)
+			release := holdReads(t, db, sqlitedb.OptionsForTest(db).ReadConns)
 			var wg sync.WaitGroup
 			for g := range 4 {
 				wg.Go(func() {

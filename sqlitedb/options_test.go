@@ -18,11 +18,10 @@ import (
 	"github.com/loremnews/loremnews/sqlitedb"
 )
 
-// Open with nil options applies the defaults, and says so in Options and
-// Pragmas.
+// Open with nil options applies the defaults, and says so in Pragmas.
 func TestOpenAppliesTheDefaults(t *testing.T) {
 	db, path := openDB(t, nil)
-	o := db.Options()
+	o := sqlitedb.OptionsForTest(db)
 	if want := max(4, 2*runtime.GOMAXPROCS(0)); o.ReadConns != want {
 		t.Errorf("ReadConns %d, want %d", o.ReadConns, want)
 	}

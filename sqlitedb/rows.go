@@ -142,24 +142,9 @@ func (r *Rows) Next() bool {
 	return true
 }
 
-// Columns is the number of columns in each row.
-func (r *Rows) Columns() int { return r.ncol }
-
-// Int64 is column i of the current row as an integer (0 for NULL).
-func (r *Rows) Int64(i int) int64 {
-	at := r.cols[i]
-	switch r.data[at] {
-	case C.LITE_INTEGER:
-		return int64(r.u64(at))
-	case C.LITE_FLOAT:
-		return int64(math.Float64frombits(r.u64(at)))
-	}
-	return 0
-}
-
-// Text is column i of the current row as a string ("" for NULL). It shares
+// textAt is column i of the current row as a string ("" for NULL). It shares
 // memory with the other strings of this Rows, so it costs no allocation.
-func (r *Rows) Text(i int) string {
+func (r *Rows) textAt(i int) string {
 	at := r.cols[i]
 	switch r.data[at] {
 	case C.LITE_TEXT, C.LITE_BLOB:
@@ -257,10 +242,10 @@ func (r *Rows) scanColumn(i int, d any) error {
 		}
 		return nil
 	case *string:
-		*d = r.Text(i)
+		*d = r.textAt(i)
 		return nil
 	case *[]byte:
-		*d = []byte(r.Text(i))
+		*d = []byte(r.textAt(i))
 		return nil
 	case *any:
 		*d = r.value(i, t)
@@ -287,9 +272,9 @@ func (r *Rows) value(i int, t byte) any {
 	case C.LITE_FLOAT:
 		return math.Float64frombits(r.u64(r.cols[i]))
 	case C.LITE_TEXT:
-		return r.Text(i)
+		return r.textAt(i)
 	case C.LITE_BLOB:
-		return []byte(r.Text(i))
+		return []byte(r.textAt(i))
 	}
 	return nil
 }
