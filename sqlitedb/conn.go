@@ -113,6 +113,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/mattn/go-sqlite3"
@@ -301,10 +302,13 @@ func (c *driverConn) bind(s *C.sqlite3_stmt, args []any) error {
 			} else {
 				rc = C.lite_bind_blob(s, col, unsafe.Pointer(unsafe.SliceData(v)), C.int(len(v)))
 			}
+		case time.Time:
+			t := v.UTC().Format(TimeFormat)
+			rc = C.lite_bind_text(s, col, (*C.char)(unsafe.Pointer(unsafe.StringData(t))), C.int(len(t)))
 		case nil:
 			rc = C.sqlite3_bind_null(s, col)
 		default:
-			return fmt.Errorf("sqlitedb: argument %d: cannot bind a %T (want int64, int, int32, bool, float64, string, []byte or nil)", i+1, a)
+			return fmt.Errorf("sqlitedb: argument %d: cannot bind a %T (want int64, int, int32, bool, float64, string, []byte, time.Time or nil)", i+1, a)
 		}
 		if rc != C.LITE_OK {
 			return c.lastError(rc)

@@ -92,7 +92,8 @@ var errHandleDone = errors.New("sqlitedb: handle used after the function it was 
 // are held in memory at once: for a result too large for that (an export
 // of a whole table), stream it through the escape hatch,
 // rx.Conn().QueryContext, which reads one row at a time. Arguments may be
-// int64, int, int32, bool, float64, string, []byte or nil.
+// int64, int, int32, bool, float64, string, []byte, time.Time (stored as
+// text in UTC, in TimeFormat) or nil.
 //
 // If ctx ends while the query runs, the query is interrupted
 // (sqlite3_interrupt) and Query returns an error wrapping ctx.Err(); the

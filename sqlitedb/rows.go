@@ -69,7 +69,9 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -181,8 +183,15 @@ func (r *Rows) Close() error { return nil }
 // database/sql's Scan does for these types: *int64, *int, *int32, *bool,
 // *float64, *string, *[]byte (a copy; nil for NULL), *any, and any
 // sql.Scanner (given int64, float64, string, []byte or nil). A NULL into a
-// number, bool or string is an error, as in database/sql. Strings share one
-// allocation per Query; only a sql.Scanner or *any costs one per column.
+// number, bool, string or time is an error, as in database/sql. Strings
+// share one allocation per Query; only a sql.Scanner or *any costs one per
+// column.
+//
+// A *time.Time, *sql.NullTime or *sql.Null[time.Time] takes text in
+// TimeFormat (what a time.Time argument stores) or in the forms SQLite's
+// date functions write ("2006-01-02 15:04:05", with or without fractions
+// of a second, a "T", a zone or "Z"; or a date alone), read as UTC when it
+// names no zone, or an integer of seconds since 1970 (unixepoch()).
 func (r *Rows) Scan(dest ...any) error {
 	if len(dest) != r.ncol {
 		return fmt.Errorf("sqlitedb: Scan wants %d destinations, got %d", r.ncol, len(dest))
@@ -211,6 +220,18 @@ func (r *Rows) scanColumn(i int, d any) error {
 		return fmt.Errorf("NULL into %T", d)
 	}
 	switch d := d.(type) {
+	case *time.Time:
+		v, err := r.timeAt(i, t)
+		*d = v
+		return err
+	case *sql.NullTime:
+		v, err := r.timeAt(i, t)
+		d.Time, d.Valid = v, err == nil
+		return err
+	case *sql.Null[time.Time]:
+		v, err := r.timeAt(i, t)
+		d.V, d.Valid = v, err == nil
+		return err
 	case *int64:
 		return r.integer(i, t, d)
 	case *int:
@@ -262,6 +283,45 @@ func (r *Rows) integer(i int, t byte, d *int64) error {
 	}
 	*d = int64(r.u64(r.cols[i]))
 	return nil
+}
+
+// TimeFormat is how a time.Time argument is stored: text, in UTC, with
+// the fraction of a second it has. SQLite's date and time functions read
+// it, and since every value is in UTC with trailing zeros of the fraction
+// cut, such texts sort in time order.
+const TimeFormat = "2006-01-02 15:04:05.999999999-07:00"
+
+// timeFormats are the texts a time column is read from: TimeFormat, then
+// what SQLite's date and time functions write.
+var timeFormats = []string{
+	TimeFormat,
+	"2006-01-02T15:04:05.999999999-07:00",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04",
+	"2006-01-02T15:04",
+	"2006-01-02",
+}
+
+// timeAt is column i, of type t, as a time: text in one of timeFormats (a
+// trailing "Z" is UTC), or an integer of Unix seconds.
+func (r *Rows) timeAt(i int, t byte) (time.Time, error) {
+	switch t {
+	case C.LITE_INTEGER:
+		return time.Unix(int64(r.u64(r.cols[i])), 0).UTC(), nil
+	case C.LITE_TEXT:
+		s := strings.TrimSuffix(r.textAt(i), "Z")
+		for _, f := range timeFormats {
+			if v, err := time.ParseInLocation(f, s, time.UTC); err == nil {
+				if _, off := v.Zone(); off == 0 {
+					v = v.UTC()
+				}
+				return v, nil
+			}
+		}
+		return time.Time{}, fmt.Errorf("%.40q is not a time (want TimeFormat, what SQLite's date functions write, or Unix seconds)", s)
+	}
+	return time.Time{}, fmt.Errorf("a column of type %d into a time (want text or Unix seconds)", t)
 }
 
 // value is column i as database/sql's driver would give it.

@@ -7,9 +7,11 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/loremnews/loremnews/sqlitedb"
 )
@@ -332,5 +334,110 @@ func TestExecAndQueryRow(t *testing.T) {
 	var n int
 	if err := c.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 8 {
 		t.Fatalf("%d rows after the refused DELETEs (%v), want all 8", n, err)
+	}
+}
+
+// A time.Time argument is stored as text in UTC (TimeFormat), which
+// SQLite's date functions read and which sorts in time order; a time
+// column is read back from it, from what those functions write, and from
+// Unix seconds, into *time.Time, *sql.NullTime and *sql.Null[time.Time].
+func TestTimeArgumentsAndScan(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t, nil)
+	mustExec(t, db, `CREATE TABLE ev (id INTEGER PRIMARY KEY, at TEXT)`)
+	east := time.FixedZone("east", 5*3600+30*60)
+	at := time.Date(2026, 3, 1, 4, 5, 6, 7_000_000, east) // 2026-02-28 22:35:06.007 UTC
+	times := []time.Time{
+		at,
+		at.Add(-time.Nanosecond),
+		at.Add(time.Second),
+		at.Truncate(time.Second),
+		time.Date(2026, 2, 28, 22, 35, 6, 0, time.UTC).Add(500 * time.Millisecond),
+	}
+	err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
+		for _, v := range times {
+			if _, err := tx.Exec(ctx, `INSERT INTO ev (at) VALUES (?)`, v); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO ev (at) VALUES (NULL)`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Read(ctx, func(ctx context.Context, rx *sqlitedb.Rx) error {
+		var text, kind, sqliteSays string
+		if err := rx.QueryRow(ctx, `SELECT at, typeof(at), datetime(at, 'subsec') FROM ev WHERE id = 1`).Scan(&text, &kind, &sqliteSays); err != nil {
+			return err
+		}
+		if text != "2026-02-28 22:35:06.007+00:00" || kind != "text" || sqliteSays != "2026-02-28 22:35:06.007" {
+			t.Errorf("stored %q (%s), SQLite's datetime reads %q; want 2026-02-28 22:35:06.007+00:00, text, 2026-02-28 22:35:06.007", text, kind, sqliteSays)
+		}
+
+		// Read back, in the order the texts sort.
+		rows, err := rx.Query(ctx, `SELECT at FROM ev WHERE at IS NOT NULL ORDER BY at`)
+		if err != nil {
+			return err
+		}
+		var got []time.Time
+		for rows.Next() {
+			var v time.Time
+			if err := rows.Scan(&v); err != nil {
+				return err
+			}
+			if v.Location() != time.UTC {
+				t.Errorf("%v read back in %v, want UTC", v, v.Location())
+			}
+			got = append(got, v)
+		}
+		want := slices.Clone(times)
+		slices.SortFunc(want, func(a, b time.Time) int { return a.Compare(b) })
+		if !slices.EqualFunc(got, want, time.Time.Equal) {
+			t.Errorf("ORDER BY at read %v, want %v (the same instants, in time order)", got, want)
+		}
+
+		// What SQLite's own functions write.
+		for _, c := range []struct{ expr, want string }{
+			{`'2026-02-28 22:35:06'`, "2026-02-28T22:35:06Z"},
+			{`'2026-02-28 22:35:06.5'`, "2026-02-28T22:35:06.5Z"},
+			{`strftime('%Y-%m-%dT%H:%M:%fZ', '2026-02-28 22:35:06.25')`, "2026-02-28T22:35:06.25Z"},
+			{`'2026-02-28T22:35:06+01:00'`, "2026-02-28T22:35:06+01:00"},
+			{`date('2026-02-28 22:35:06')`, "2026-02-28T00:00:00Z"},
+			{`'2026-02-28 22:35'`, "2026-02-28T22:35:00Z"},
+			{`unixepoch('2026-02-28 22:35:06')`, "2026-02-28T22:35:06Z"},
+		} {
+			var v time.Time
+			if err := rx.QueryRow(ctx, `SELECT `+c.expr).Scan(&v); err != nil {
+				t.Errorf("SELECT %s into a time: %v", c.expr, err)
+			} else if v.Format(time.RFC3339Nano) != c.want {
+				t.Errorf("SELECT %s read %s, want %s", c.expr, v.Format(time.RFC3339Nano), c.want)
+			}
+		}
+
+		// NULL: an error into *time.Time, not valid in the nullable types.
+		var v time.Time
+		if err := rx.QueryRow(ctx, `SELECT at FROM ev WHERE at IS NULL`).Scan(&v); err == nil {
+			t.Error("NULL into a *time.Time: no error")
+		}
+		var nt sql.NullTime
+		var n sql.Null[time.Time]
+		if err := rx.QueryRow(ctx, `SELECT at, at FROM ev WHERE at IS NULL`).Scan(&nt, &n); err != nil || nt.Valid || n.Valid {
+			t.Errorf("NULL into sql.NullTime, sql.Null[time.Time]: %v, valid %v %v; want not valid", err, nt.Valid, n.Valid)
+		}
+		if err := rx.QueryRow(ctx, `SELECT at, at FROM ev WHERE id = 1`).Scan(&nt, &n); err != nil || !nt.Valid || !n.Valid || !nt.Time.Equal(at) || !n.V.Equal(at) {
+			t.Errorf("a time into sql.NullTime, sql.Null[time.Time]: %v, %v %v; want %v twice", err, nt, n, at)
+		}
+
+		// What is not a time says so.
+		for _, expr := range []string{`'yesterday'`, `1.5`, `x'00'`} {
+			if err := rx.QueryRow(ctx, `SELECT `+expr).Scan(&v); err == nil {
+				t.Errorf("SELECT %s into a time: no error", expr)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
