@@ -250,7 +250,13 @@ func (wr *writer) run() {
 		case w := <-wr.coalesced:
 			wr.runCoalesced(w)
 		case <-wr.stop:
-			wr.drain()
+			// Once stop is closed this case is always ready, and select
+			// picks at random among the ready ones: what is still
+			// queued runs first (only this goroutine takes from the
+			// queues, so a length above 0 is a write to take).
+			if len(wr.queue)+len(wr.coalesced) > 0 {
+				continue
+			}
 			wr.endTurn()
 			returned = true
 			return
@@ -269,20 +275,6 @@ func (wr *writer) runWrites(w *pendingWrite) {
 // runCoalesced commits w with the coalesced writes queued with it.
 func (wr *writer) runCoalesced(w *pendingWrite) {
 	wr.runBatch(wr.gather([]*pendingWrite{w}, wr.coalesced, maxCoalesced), coalescedTxn)
-}
-
-// drain runs the writes queued when Close was called.
-func (wr *writer) drain() {
-	for {
-		select {
-		case w := <-wr.queue:
-			wr.runWrites(w)
-		case w := <-wr.coalesced:
-			wr.runCoalesced(w)
-		default:
-			return
-		}
-	}
 }
 
 // gather adds to batch what is waiting in queue now, up to max, and
