@@ -115,8 +115,8 @@
 //     whole WAL again.
 //   - A read I/O error fails the statement that met it, with the system
 //     call's error in *Error's Errno (SQLite reports a read's EIO as
-//     "database disk image is malformed"); the process lives, unless the
-//     page was read through Options.MemoryMap.
+//     "database disk image is malformed"); the process lives, through
+//     Options.MemoryMap too.
 //   - Every wait has a deadline (Options.Timeout, 5 s): for the writer's
 //     turn, for the turn among processes, for SQLite's lock held by a
 //     program outside the package (polled every 1 ms, without back-off),
@@ -139,9 +139,10 @@
 //   - Close lets queued writes finish, runs PRAGMA optimize and truncates
 //     the WAL, so the file is complete on its own.
 //
-// Stats returns the counters to watch (writer queue depth, turns, waits,
-// abandoned writes, commits, busy retries and errors, checkpoints, reads that
-// waited for a connection); package sqlitedbprom exports them to
+// Stats returns the counters to watch (writer queue depth, writes, waits,
+// abandoned writes, commits, busy retries and errors, timeouts,
+// checkpoints, reads that waited for a connection); package sqlitedbprom
+// exports them to
 // Prometheus. A Write or Coalesce called inside a write's function fails
 // at once, given the function's ctx or the outer write's own (a request's
 // ctx, or context.WithValue of it): it would wait for its own turn. One
@@ -171,7 +172,17 @@
 // began and, in WAL mode, no writer waits for it. BackupOptions pace it
 // (pages per step, a pause between steps, so a large copy leaves the disk
 // to the site) and report its progress. The copy appears at its path only
-// once complete and synced, no more readable than the database file.
+// once complete and synced, no more readable than the database file. It
+// is a rollback-journal file, not a WAL one: the copy opens read-only
+// where its reader cannot write the folder, leaving nothing beside it
+// (Open read-write puts it in WAL mode again).
+//
+// A DSN with mode=ro opens the database read-only: the read pool alone,
+// and Write returns ErrReadOnly. SQLite reads a WAL-mode file read-only
+// only with its -wal and -shm beside it (or in a folder it may create
+// them in); the last of the package's connections to close a database
+// keeps both, so a reader opens a closed database read-only in a folder it
+// cannot write. It needs to read the file, its -wal and its -shm.
 //
 // Options.ConnectHook runs on every connection the package opens: the
 // place to register SQL functions, collations and virtual tables, which
