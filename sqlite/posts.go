@@ -56,36 +56,23 @@ func queryPosts(ctx context.Context, q Querier, nm *names, tail string, id int64
 		return nil, err
 	}
 	defer rows.Close()
-	// The rows and their authors are read into one slice of values, and
-	// pointed at once it stops growing: a listing costs a few allocations,
-	// not two structs a row.
 	type postAndAuthor struct {
 		post   loremnews.Post
 		author loremnews.User
 	}
 	var (
-		read                    []postAndAuthor
 		postID, userID, created int64
 		title                   string
 		count                   int
 	)
-	read = make([]postAndAuthor, 0, rowsHint(limit))
-	dest := []any{&postID, &userID, &title, &count, &created}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		read = append(read, postAndAuthor{
+	read, err := readListing(rows, limit, []any{&postID, &userID, &title, &count, &created}, func() postAndAuthor {
+		return postAndAuthor{
 			post:   loremnews.Post{ID: postID, UserID: userID, Title: title, CommentsCount: count, CreatedAt: nanotime.Time(created)},
 			author: loremnews.User{ID: userID},
-		})
-	}
-	if err := rows.Err(); err != nil {
+		}
+	})
+	if err != nil || len(read) == 0 {
 		return nil, err
-	}
-	rows.Close()
-	if len(read) == 0 {
-		return nil, nil
 	}
 	posts := make([]*loremnews.Post, len(read))
 	authors := make([]*loremnews.User, len(read))
@@ -94,6 +81,26 @@ func queryPosts(ctx context.Context, q Querier, nm *names, tail string, id int64
 		posts[i].Author = authors[i]
 	}
 	return posts, nm.fill(ctx, q, authors, nil)
+}
+
+// readListing reads a listing's rows into one slice of values: each row
+// scanned into dest, then made a value by row. Its callers point at the
+// values once the slice has stopped growing, so a listing costs a few
+// allocations, not a struct or two a row. The rows are closed once read,
+// before their callers' next statement (the names).
+func readListing[T any](rows Rows, limit int, dest []any, row func() T) ([]T, error) {
+	read := make([]T, 0, rowsHint(limit))
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		read = append(read, row())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return read, nil
 }
 
 // rowsHint is the capacity to read a listing of at most limit rows into:
@@ -326,32 +333,22 @@ func queryPostComments(ctx context.Context, q Querier, p *loremnews.Post, before
 		return nil, err
 	}
 	defer rows.Close()
-	// Values first, pointers once the slice stops growing (see queryPosts).
 	type commentAndAuthor struct {
 		comment loremnews.Comment
 		author  loremnews.User
 	}
 	var (
-		read                []commentAndAuthor
 		id, userID, created int64
 		body                string
 	)
-	read = make([]commentAndAuthor, 0, rowsHint(limit))
-	dest := []any{&id, &userID, &body, &created}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		read = append(read, commentAndAuthor{
+	read, err := readListing(rows, limit, []any{&id, &userID, &body, &created}, func() commentAndAuthor {
+		return commentAndAuthor{
 			comment: loremnews.Comment{ID: id, PostID: p.ID, UserID: userID, Body: body, CreatedAt: nanotime.Time(created), Post: p},
 			author:  loremnews.User{ID: userID},
-		})
-	}
-	if err := rows.Err(); err != nil {
+		}
+	})
+	if err != nil || len(read) == 0 {
 		return nil, err
-	}
-	if len(read) == 0 {
-		return nil, nil
 	}
 	comments := make([]*loremnews.Comment, len(read))
 	for i := range read {

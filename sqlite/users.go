@@ -299,26 +299,16 @@ func queryUserPosts(ctx context.Context, q Querier, author *loremnews.User, befo
 		return nil, err
 	}
 	defer rows.Close()
-	// Values first, pointers once the slice stops growing (see queryPosts).
 	var (
-		read                []loremnews.Post
 		id, userID, created int64
 		title               string
 		count               int
 	)
-	read = make([]loremnews.Post, 0, rowsHint(limit))
-	dest := []any{&id, &userID, &title, &count, &created}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		read = append(read, loremnews.Post{ID: id, UserID: userID, Title: title, CommentsCount: count, CreatedAt: nanotime.Time(created), Author: author})
-	}
-	if err := rows.Err(); err != nil {
+	read, err := readListing(rows, limit, []any{&id, &userID, &title, &count, &created}, func() loremnews.Post {
+		return loremnews.Post{ID: id, UserID: userID, Title: title, CommentsCount: count, CreatedAt: nanotime.Time(created), Author: author}
+	})
+	if err != nil || len(read) == 0 {
 		return nil, err
-	}
-	if len(read) == 0 {
-		return nil, nil
 	}
 	posts := make([]*loremnews.Post, len(read))
 	for i := range read {
@@ -335,33 +325,22 @@ func queryUserComments(ctx context.Context, q Querier, nm *names, author *loremn
 		return nil, err
 	}
 	defer rows.Close()
-	// Values first, pointers once the slice stops growing (see queryPosts).
 	type commentAndPost struct {
 		comment loremnews.Comment
 		post    loremnews.Post
 	}
 	var (
-		read                []commentAndPost
 		id, postID, created int64
 		body                string
 	)
-	read = make([]commentAndPost, 0, rowsHint(limit))
-	dest := []any{&id, &postID, &body, &created}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		read = append(read, commentAndPost{
+	read, err := readListing(rows, limit, []any{&id, &postID, &body, &created}, func() commentAndPost {
+		return commentAndPost{
 			comment: loremnews.Comment{ID: id, PostID: postID, UserID: author.ID, Body: body, CreatedAt: nanotime.Time(created), Author: author},
 			post:    loremnews.Post{ID: postID},
-		})
-	}
-	if err := rows.Err(); err != nil {
+		}
+	})
+	if err != nil || len(read) == 0 {
 		return nil, err
-	}
-	rows.Close()
-	if len(read) == 0 {
-		return nil, nil
 	}
 	comments := make([]*loremnews.Comment, len(read))
 	posts := make([]*loremnews.Post, len(read))

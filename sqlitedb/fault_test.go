@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	_ "github.com/mattn/go-sqlite3"
 
@@ -57,7 +58,7 @@ func faultTemplate(t *testing.T, walFrames int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeWithin(t, db.Close)
 	db.SetMaxOpenConns(1)
 	for _, q := range []string{
 		`CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER NOT NULL, body BLOB NOT NULL)`,
@@ -148,6 +149,8 @@ func faultWrites(t *testing.T, db *sqlitedb.DB, m writeMode) map[int]error {
 	waiting := func() int64 { return int64(db.Stats().Writer.Depth) }
 	before := waiting()
 	running, hold, held := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	letGo := sync.OnceFunc(func() { close(hold) })
+	defer letGo() // before the test's Close, if a wait below fails
 	go func() {
 		defer close(held)
 		results[1] = m.write(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
@@ -163,8 +166,12 @@ func faultWrites(t *testing.T, db *sqlitedb.DB, m writeMode) map[int]error {
 			wg.Go(func() { results[k] = m.write(db, ctx, faultWrite(k)) })
 			waitFor(t, fmt.Sprintf("write %d waiting behind the one holding the turn", k), func() bool { return waiting()-before >= int64(k-1) })
 		}
-		close(hold)
-		<-held
+		letGo()
+		select {
+		case <-held:
+		case <-time.After(within):
+			t.Fatal("write 1 did not end once let go")
+		}
 		waitGroup(t, &wg, "the writes")
 	case <-held: // its BEGIN failed
 		for k := 2; k < 6; k++ {
@@ -221,7 +228,7 @@ func faultCheck(t *testing.T, path string, results map[int]error, what string) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeWithin(t, db.Close)
 	var integrity string
 	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
 		t.Fatalf("%s: integrity check of the file after the fault: %q, %v", what, integrity, err)
@@ -325,7 +332,7 @@ func faultRun(t *testing.T, template string, c faultCase) faultOutcome {
 	if err != nil {
 		t.Fatalf("%s: open: %v", c, err)
 	}
-	defer db.Close() // if the test fails first
+	defer closeWithin(t, db.Close) // if the test fails first
 	if c.checkpoint {
 		// The writer's finishing step once the WAL holds 1,000 frames,
 		// not 40,000, so each position copies a small WAL.
@@ -396,7 +403,7 @@ func faultRun(t *testing.T, template string, c faultCase) faultOutcome {
 	if err != nil {
 		t.Fatalf("%s: open again: %v", c, err)
 	}
-	defer db.Close()
+	defer closeWithin(t, db.Close)
 	if err := db.Write(ctx, faultWrite(60)); err != nil {
 		t.Fatalf("%s: a write after opening the file again: %v", c, err)
 	}
@@ -653,6 +660,8 @@ func TestFaultDiskFull(t *testing.T) {
 func faultHoldSnapshot(t *testing.T, db *sqlitedb.DB) (release func()) {
 	t.Helper()
 	inside, hold, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	letGo := sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(letGo)
 	go func() {
 		done <- db.Read(context.Background(), func(ctx context.Context, rx *sqlitedb.Rx) error {
 			var n int64
@@ -670,7 +679,7 @@ func faultHoldSnapshot(t *testing.T, db *sqlitedb.DB) (release func()) {
 		t.Fatalf("a read to hold a snapshot: %v", err)
 	}
 	return func() {
-		close(hold)
+		letGo()
 		if err := receive(t, done, "the read holding a snapshot"); err != nil {
 			t.Fatalf("the read holding a snapshot: %v", err)
 		}
@@ -686,7 +695,7 @@ func faultFullCheck(t *testing.T, path string, results map[int64]error, what str
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeWithin(t, db.Close)
 	var integrity string
 	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
 		t.Fatalf("%s: integrity check: %q, %v", what, integrity, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -25,12 +26,29 @@ func openDB(tb testing.TB, opts *sqlitedb.Options) (*sqlitedb.DB, string) {
 	if err != nil {
 		tb.Fatalf("open %s: %v", path, err)
 	}
-	tb.Cleanup(func() {
-		if err := db.Close(); err != nil {
+	tb.Cleanup(func() { closeWithin(tb, db.Close) })
+	return db, path
+}
+
+// closeWithin runs close (a DB's Close at a test's end) and fails the test
+// if it fails, or if it has not returned within: then it reports every
+// goroutine's stack (what the writer waits for) and returns, so a write
+// stuck after a failure fails the test that left it, with that failure's
+// message, instead of hanging the package's tests until their timeout.
+func closeWithin(tb testing.TB, close func() error) {
+	tb.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- close() }()
+	select {
+	case err := <-errc:
+		if err != nil {
 			tb.Errorf("close: %v", err)
 		}
-	})
-	return db, path
+	case <-time.After(within):
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		tb.Errorf("close did not return within %v; the goroutines:\n%s", within, buf)
+	}
 }
 
 // mustExec runs query as a write of its own.

@@ -68,7 +68,7 @@ func TestConnectHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeWithin(t, db.Close)
 	if err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO t VALUES (twice(4))`)
 		return err
@@ -78,6 +78,8 @@ func TestConnectHook(t *testing.T) {
 	// Three reads at once, each on a connection of its own.
 	var wg sync.WaitGroup
 	inside := make(chan struct{})
+	letGo := sync.OnceFunc(func() { close(inside) })
+	defer letGo() // before Close, if the test fails first
 	var arrived sync.WaitGroup
 	arrived.Add(3)
 	for range 3 {
@@ -97,9 +99,9 @@ func TestConnectHook(t *testing.T) {
 			}
 		})
 	}
-	arrived.Wait()
-	close(inside)
-	wg.Wait()
+	waitGroup(t, &arrived, "three reads inside the hook's function at once")
+	letGo()
+	waitGroup(t, &wg, "the three reads")
 	mu.Lock()
 	n := len(conns)
 	mu.Unlock()

@@ -108,7 +108,7 @@ func TestMappedReadsSeeWhatPreadSees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer plain.Close()
+	defer closeWithin(t, plain.Close)
 	want, n, err := digest(context.Background(), sqlRows(plain))
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func TestMappedReadsSurviveTruncation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer closeWithin(t, admin.Close)
 	admin.SetMaxOpenConns(1)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -262,7 +262,7 @@ func TestMappedReadsSurviveTruncation(t *testing.T) {
 		}
 	}
 	cancel()
-	wg.Wait()
+	waitGroup(t, &wg, "the readers")
 	if bad.Load() > 0 {
 		t.Fatalf("%d reads failed", bad.Load())
 	}
@@ -322,7 +322,7 @@ func TestCommittedWALIsInTheFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer cp.Close()
+		defer closeWithin(t, cp.Close)
 		var got int64
 		if err := cp.QueryRow(`SELECT sum(length(data)) + count(*) FROM b`).Scan(&got); err != nil {
 			t.Fatalf("%s: the copy: %v", step, err)

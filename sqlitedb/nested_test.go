@@ -31,7 +31,7 @@ func TestNestedWriteFailsAtOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer db.Close()
+			defer closeWithin(t, db.Close)
 			var inner, innerCoalesce, outerCtx, outerCtxCoalesce error
 			start := time.Now()
 			// A request's ctx: cancelled when the client leaves.
@@ -74,8 +74,10 @@ func TestReadWaitsAreCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeWithin(t, db.Close)
 	inside, release := make(chan struct{}), make(chan struct{})
+	letGo := sync.OnceFunc(func() { close(release) })
+	defer letGo() // before Close, if the test fails first
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		db.Read(ctx, func(context.Context, *sqlitedb.Rx) error {
@@ -84,8 +86,12 @@ func TestReadWaitsAreCounted(t *testing.T) {
 			return nil
 		})
 	})
-	<-inside
-	done := make(chan error)
+	select {
+	case <-inside:
+	case <-time.After(within):
+		t.Fatal("the first read never began")
+	}
+	done := make(chan error, 1)
 	go func() { done <- db.Read(ctx, func(context.Context, *sqlitedb.Rx) error { return nil }) }()
 	// The second read is counted as it starts waiting, and can only finish
 	// after the first leaves.
@@ -101,11 +107,11 @@ func TestReadWaitsAreCounted(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	close(release)
-	if err := <-done; err != nil {
+	letGo()
+	if err := receive(t, done, "the second read"); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
+	waitGroup(t, &wg, "the first read")
 	if s := db.Stats(); s.ReadWaits != 1 || s.ReadWaitTime <= 0 {
 		t.Fatalf("ReadWaits %d, ReadWaitTime %v; want 1 and more than 0", s.ReadWaits, s.ReadWaitTime)
 	}

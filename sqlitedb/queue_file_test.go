@@ -170,7 +170,7 @@ func TestQueueFileFullDiskAtOpen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open on a full disk: %v", err)
 	}
-	defer db.Close()
+	defer closeWithin(t, db.Close)
 	requireQueueOff(t, db, "no space left on device")
 	os.Remove(filepath.Join(dir, "filler"))
 	requireWrites(t, first, db)
@@ -312,7 +312,7 @@ func TestQueueOpenBesideStoppedHolder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open beside the stopped holder: %v", err)
 	}
-	defer other.Close()
+	defer closeWithin(t, other.Close)
 	requireQueueOff(t, other, "held its lock of byte 0")
 	requireWrites(t, db, other)
 

@@ -29,7 +29,7 @@ func openMore(t *testing.T, path string, opts *sqlitedb.Options) *sqlitedb.DB {
 	if err != nil {
 		t.Fatalf("open %s again: %v", path, err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() { closeWithin(t, func() error { db.Close(); return nil }) })
 	return db
 }
 
@@ -39,6 +39,8 @@ func openMore(t *testing.T, path string, opts *sqlitedb.Options) *sqlitedb.DB {
 func holdTurn(t *testing.T, db *sqlitedb.DB) (let func() error) {
 	t.Helper()
 	inside, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	letGo := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(letGo) // before the DBs close, if the test fails first
 	go func() {
 		done <- db.Write(context.Background(), func(ctx context.Context, tx *sqlitedb.Tx) error {
 			close(inside)
@@ -51,10 +53,12 @@ func holdTurn(t *testing.T, db *sqlitedb.DB) (let func() error) {
 	case <-inside:
 	case err := <-done:
 		t.Fatalf("the holding write ended early: %v", err)
+	case <-time.After(within):
+		t.Fatal("the holding write never began")
 	}
 	return func() error {
-		close(release)
-		return <-done
+		letGo()
+		return receive(t, done, "the holding write")
 	}
 }
 
@@ -207,7 +211,7 @@ func TestQueueOff(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitGroup(t, &wg, "200 writes from two DBs")
 	if n := queryInt(t, a, `SELECT count(*) FROM t`); n != 200 {
 		t.Fatalf("%d rows, want 200", n)
 	}

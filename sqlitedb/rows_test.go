@@ -21,11 +21,7 @@ import (
 func openTestDB(tb testing.TB) *sql.DB {
 	tb.Helper()
 	db := sqlitedb.OpenPoolForTest(filepath.Join(tb.TempDir(), "t.db"))
-	tb.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			tb.Errorf("close: %v", err)
-		}
-	})
+	tb.Cleanup(func() { closeWithin(tb, db.Close) })
 	if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, i INTEGER, f REAL, s TEXT, b BLOB)`); err != nil {
 		tb.Fatal(err)
 	}
@@ -286,7 +282,7 @@ func TestQueryConcurrently(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitGroup(t, &wg, "the queries")
 	close(errs)
 	for err := range errs {
 		t.Error(err)

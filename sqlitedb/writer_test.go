@@ -239,6 +239,8 @@ func TestWriteInProgressIsNotInterrupted(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "value"))
 			defer cancel()
 			started, cancelled := make(chan struct{}), make(chan struct{})
+			letGo := sync.OnceFunc(func() { close(cancelled) })
+			t.Cleanup(letGo) // before Close, if the test fails first
 			errc := make(chan error, 1)
 			go func() {
 				errc <- m.write(db, ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
@@ -264,7 +266,7 @@ func TestWriteInProgressIsNotInterrupted(t *testing.T) {
 				t.Fatal("the write did not start")
 			}
 			cancel()
-			close(cancelled)
+			letGo()
 			if err := receive(t, errc, "the write to finish"); err != nil {
 				t.Fatalf("a write whose caller left while it ran: %v, want nil (committed)", err)
 			}
