@@ -50,18 +50,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // into a loadCommand; any mistake is a usage error.
 func parseLoadFlags(args []string, stdout, stderr io.Writer) (loadCommand, error) {
 	var (
-		cfg               load.Config
-		headers           = headerFlag{h: http.Header{}}
-		body              string
-		bodyFile          string
-		contentType       string
-		redirects         int
-		latencyCorrection bool
-		asJSON            bool
-		noProgress        bool
-		noTUI             bool
-		maxErrorRate      float64
-		fs                = newFlagSet("load", "loremnews load [flags] URL",
+		c  loadCommand
+		in = loadInput{headers: headerFlag{h: http.Header{}}}
+		fs = newFlagSet("load", "loremnews load [flags] URL",
 			"Send HTTP load to URL and report the success rate, throughput, the latency distribution of successful\n"+
 				"responses, status codes and errors, like hey or oha. Closed loop by default (-c workers, each sending\n"+
 				"its next request when the last is answered); -q switches to an open loop at a fixed rate, measuring\n"+
@@ -73,6 +64,33 @@ func parseLoadFlags(args []string, stdout, stderr io.Writer) (loadCommand, error
 				"--http-version (HTTP/1.1 only), -x/--proxy (no proxy is used), --insecure (no TLS options),\n"+
 				"-A (use -H \"Accept: …\"), -a (use -H \"Authorization: Basic …\"), --burst-delay/--burst-rate (use -q).", stdout)
 	)
+	c.register(fs, &in)
+	if err := fs.parseArgs(args, 1); err != nil {
+		return c, err
+	}
+	c.cfg.URL = fs.positional[0]
+	usage := func(format string, args ...any) error {
+		return &usageError{msg: fmt.Sprintf(format, args...), cmd: fs.Name()}
+	}
+	in.terminal = onTerminal(stderr)
+	err := c.resolve(in, usage)
+	return c, err
+}
+
+// loadInput are the flags load reads further into its loadCommand.
+type loadInput struct {
+	headers           headerFlag
+	body, bodyFile    string
+	contentType       string
+	redirects         int
+	latencyCorrection bool // accepted for oha's commands; always on
+	noProgress, noTUI bool
+	terminal          bool // stderr is a terminal
+}
+
+// register adds load's flags, the settings' with their environment twins.
+func (c *loadCommand) register(fs *flagSet, in *loadInput) {
+	cfg := &c.cfg
 	fs.IntVar(&cfg.Concurrency, "c", 50, "concurrent workers (open loop: most requests in flight)")
 	fs.twin("c", "LOREM_LOAD_CONCURRENCY")
 	fs.IntVar(&cfg.Requests, "n", 0, "number of requests (default 200 when -z is not given)")
@@ -83,58 +101,60 @@ func parseLoadFlags(args []string, stdout, stderr io.Writer) (loadCommand, error
 	fs.twin("q", "LOREM_LOAD_RATE")
 	fs.StringVar(&cfg.Method, "m", "GET", "HTTP `METHOD`")
 	fs.twin("m", "LOREM_LOAD_METHOD")
-	fs.Var(&headers, "H", "request `HEADER` \"Name: value\" (repeatable)")
-	fs.StringVar(&body, "d", "", "request `BODY`")
-	fs.StringVar(&bodyFile, "D", "", "request body from a `FILE`")
-	fs.StringVar(&contentType, "T", "", "Content-Type header of the request (a media `TYPE`)")
+	fs.Var(&in.headers, "H", "request `HEADER` \"Name: value\" (repeatable)")
+	fs.StringVar(&in.body, "d", "", "request `BODY`")
+	fs.StringVar(&in.bodyFile, "D", "", "request body from a `FILE`")
+	fs.StringVar(&in.contentType, "T", "", "Content-Type header of the request (a media `TYPE`)")
 	fs.DurationVar(&cfg.Timeout, "t", 20*time.Second, "timeout per request, redirects included")
 	fs.twin("t", "LOREM_LOAD_TIMEOUT")
-	fs.IntVar(&redirects, "redirect", 10, "redirects followed per request; 0: report the 3xx itself (then it counts as a success)")
+	fs.IntVar(&in.redirects, "redirect", 10, "redirects followed per request; 0: report the 3xx itself (then it counts as a success)")
 	fs.BoolVar(&cfg.DisableRedirects, "disable-redirects", false, "the same as --redirect 0")
 	fs.BoolVar(&cfg.DisableKeepAlives, "disable-keepalive", false, "open a new connection for every request")
-	fs.BoolVar(&latencyCorrection, "latency-correction", false, "accepted for oha's commands: with -q, latencies always count from each request's scheduled start")
-	fs.Float64Var(&maxErrorRate, "max-error-rate", 1, "exit 1 if more than this share (0–1) of requests failed, e.g. 0.01")
+	fs.BoolVar(&in.latencyCorrection, "latency-correction", false, "accepted for oha's commands: with -q, latencies always count from each request's scheduled start")
+	fs.Float64Var(&c.maxErrorRate, "max-error-rate", 1, "exit 1 if more than this share (0–1) of requests failed, e.g. 0.01")
 	fs.twin("max-error-rate", "LOREM_LOAD_MAX_ERROR_RATE")
-	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	fs.BoolVar(&noProgress, "no-progress", false, "no live progress bar (it is shown only on a terminal anyway)")
-	fs.BoolVar(&noTUI, "no-tui", false, "the same as --no-progress (oha's spelling)")
-	if err := fs.parseArgs(args, 1); err != nil {
-		return loadCommand{}, err
-	}
-	_ = latencyCorrection // always on: see the flag's help
+	fs.BoolVar(&c.asJSON, "json", false, "print the result as JSON")
+	fs.BoolVar(&in.noProgress, "no-progress", false, "no live progress bar (it is shown only on a terminal anyway)")
+	fs.BoolVar(&in.noTUI, "no-tui", false, "the same as --no-progress (oha's spelling)")
+}
+
+// resolve checks the flags against each other and turns in into c's
+// settings; the error is a usage error naming the flag.
+func (c *loadCommand) resolve(in loadInput, usage func(format string, args ...any) error) error {
+	cfg := &c.cfg
 	cfg.GiveUpAfter = giveUpAfter
-	cfg.URL = fs.positional[0]
-	cfg.Header = headers.h
+	cfg.Header = in.headers.h
 	cfg.Method = strings.ToUpper(cfg.Method)
-	if contentType != "" {
-		cfg.Header.Set("Content-Type", contentType)
+	if in.contentType != "" {
+		cfg.Header.Set("Content-Type", in.contentType)
 	}
 	switch {
-	case redirects < 0:
-		return loadCommand{}, &usageError{msg: fmt.Sprintf("--redirect %d: want 0 or more", redirects), cmd: fs.Name()}
-	case redirects == 0:
+	case in.redirects < 0:
+		return usage("--redirect %d: want 0 or more", in.redirects)
+	case in.redirects == 0:
 		cfg.DisableRedirects = true
 	default:
-		cfg.MaxRedirects = redirects
+		cfg.MaxRedirects = in.redirects
 	}
-	if maxErrorRate < 0 || maxErrorRate > 1 {
-		return loadCommand{}, &usageError{msg: fmt.Sprintf("--max-error-rate %v: want a share between 0 and 1", maxErrorRate), cmd: fs.Name()}
+	if c.maxErrorRate < 0 || c.maxErrorRate > 1 {
+		return usage("--max-error-rate %v: want a share between 0 and 1", c.maxErrorRate)
 	}
 	if cfg.Requests == 0 && cfg.Duration == 0 {
 		cfg.Requests = 200
 	}
-	if body != "" && bodyFile != "" {
-		return loadCommand{}, &usageError{msg: "give -d or -D, not both", cmd: fs.Name()}
+	if in.body != "" && in.bodyFile != "" {
+		return usage("give -d or -D, not both")
 	}
-	cfg.Body = []byte(body)
-	if bodyFile != "" {
-		b, err := os.ReadFile(bodyFile)
+	cfg.Body = []byte(in.body)
+	if in.bodyFile != "" {
+		b, err := os.ReadFile(in.bodyFile)
 		if err != nil {
-			return loadCommand{}, &usageError{msg: fmt.Sprintf("-D: %v", err), cmd: fs.Name()}
+			return usage("-D: %v", err)
 		}
 		cfg.Body = b
 	}
-	return loadCommand{cfg: cfg, asJSON: asJSON, progress: !noProgress && !noTUI && onTerminal(stderr), maxErrorRate: maxErrorRate}, nil
+	c.progress = !in.noProgress && !in.noTUI && in.terminal
+	return nil
 }
 
 // run sends the load and reports it.
