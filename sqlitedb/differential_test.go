@@ -166,12 +166,12 @@ func newDiffRun(t *testing.T, seed uint64, shell string) *diffRun {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { closeWithin(t, func() error { db.Close(); return nil }) })
+		t.Cleanup(func() { closeWithin(t, ignoreError(db.Close)) })
 		conn, err := db.Conn(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { closeWithin(t, func() error { conn.Close(); return nil }) })
+		t.Cleanup(func() { closeWithin(t, ignoreError(conn.Close)) })
 		for _, q := range []string{`PRAGMA journal_mode = WAL`, `PRAGMA synchronous = NORMAL`, `PRAGMA cache_size = 10`} {
 			if _, err := conn.ExecContext(ctx, q); err != nil {
 				t.Fatalf("%s on %s: %v", q, dsn, err)
@@ -250,7 +250,7 @@ func (d *diffRun) run(steps int) {
 	if err != nil {
 		d.fatalf("%v", err)
 	}
-	defer closeWithin(d.t, reopened.Close)
+	defer closeWithin(d.t, ignoreError(reopened.Close))
 	got, _, err := diffDigest(ctx, sqlRows(reopened))
 	if err != nil || got != want {
 		d.fatalf("A, closed and opened again with the unix VFS: digest %s (%v), B's %s", got, err, want)
@@ -733,7 +733,7 @@ func (d *diffRun) checkCopy(ctx context.Context) {
 	if err != nil {
 		d.fatalf("open the copy: %v", err)
 	}
-	defer closeWithin(d.t, cp.Close)
+	defer closeWithin(d.t, ignoreError(cp.Close))
 	got, _, err := diffDigest(ctx, sqlRows(cp))
 	if err != nil {
 		d.fatalf("the copy of A's files (WAL of %d bytes): %v", walBytes, err)

@@ -29,7 +29,7 @@ func TestAFailedCommitIsVoidedWhileTheLockIsTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, other.Close)
+	defer closeWithin(t, ignoreError(other.Close))
 	other.SetMaxOpenConns(1)
 	if err := other.Ping(); err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func openVoidDB(t *testing.T) (*sqlitedb.DB, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeWithin(t, func() error { db.Close(); return nil }) })
+	t.Cleanup(func() { closeWithin(t, ignoreError(db.Close)) })
 	createT(t, db)
 	return db, path
 }
@@ -142,7 +142,7 @@ func faultRowsInCopy(t *testing.T, path, count string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, check.Close)
+	defer closeWithin(t, ignoreError(check.Close))
 	var n int64
 	if err := check.QueryRow(count).Scan(&n); err != nil {
 		t.Fatalf("%s in a copy of the files: %v", count, err)
@@ -165,7 +165,7 @@ func TestAFailedSyncStopsEveryCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, db.Close)
+	defer closeWithin(t, ignoreError(db.Close))
 	db.SetWALFinishFramesForTest(1000)
 	// The first sync after this one write is the checkpointer's, which the
 	// write wakes: the WAL holds 1,200 frames.

@@ -58,7 +58,7 @@ func faultTemplate(t *testing.T, walFrames int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, db.Close)
+	defer closeWithin(t, ignoreError(db.Close))
 	db.SetMaxOpenConns(1)
 	for _, q := range []string{
 		`CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER NOT NULL, body BLOB NOT NULL)`,
@@ -228,7 +228,7 @@ func faultCheck(t *testing.T, path string, results map[int]error, what string) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, db.Close)
+	defer closeWithin(t, ignoreError(db.Close))
 	var integrity string
 	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
 		t.Fatalf("%s: integrity check of the file after the fault: %q, %v", what, integrity, err)
@@ -332,7 +332,7 @@ func faultRun(t *testing.T, template string, c faultCase) faultOutcome {
 	if err != nil {
 		t.Fatalf("%s: open: %v", c, err)
 	}
-	defer closeWithin(t, db.Close) // if the test fails first
+	defer closeWithin(t, ignoreError(db.Close)) // if the test fails first
 	if c.checkpoint {
 		// The writer's finishing step once the WAL holds 1,000 frames,
 		// not 40,000, so each position copies a small WAL.
@@ -403,7 +403,7 @@ func faultRun(t *testing.T, template string, c faultCase) faultOutcome {
 	if err != nil {
 		t.Fatalf("%s: open again: %v", c, err)
 	}
-	defer closeWithin(t, db.Close)
+	defer closeWithin(t, ignoreError(db.Close))
 	if err := db.Write(ctx, faultWrite(60)); err != nil {
 		t.Fatalf("%s: a write after opening the file again: %v", c, err)
 	}
@@ -695,7 +695,7 @@ func faultFullCheck(t *testing.T, path string, results map[int64]error, what str
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, db.Close)
+	defer closeWithin(t, ignoreError(db.Close))
 	var integrity string
 	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
 		t.Fatalf("%s: integrity check: %q, %v", what, integrity, err)

@@ -30,6 +30,13 @@ func openDB(tb testing.TB, opts *sqlitedb.Options) (*sqlitedb.DB, string) {
 	return db, path
 }
 
+// ignoreError is close with its error dropped, for a test whose
+// database's Close may fail (after an injected fault) and is not what it
+// tests.
+func ignoreError(close func() error) func() error {
+	return func() error { close(); return nil }
+}
+
 // closeWithin runs close (a DB's Close at a test's end) and fails the test
 // if it fails, or if it has not returned within: then it reports every
 // goroutine's stack (what the writer waits for) and returns, so a write

@@ -68,7 +68,7 @@ func TestConnectHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, db.Close)
+	defer closeWithin(t, ignoreError(db.Close))
 	if err := db.Write(ctx, func(ctx context.Context, tx *sqlitedb.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO t VALUES (twice(4))`)
 		return err

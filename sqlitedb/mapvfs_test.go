@@ -108,7 +108,7 @@ func TestMappedReadsSeeWhatPreadSees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, plain.Close)
+	defer closeWithin(t, ignoreError(plain.Close))
 	want, n, err := digest(context.Background(), sqlRows(plain))
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func TestMappedReadsSurviveTruncation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, admin.Close)
+	defer closeWithin(t, ignoreError(admin.Close))
 	admin.SetMaxOpenConns(1)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -322,7 +322,7 @@ func TestCommittedWALIsInTheFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer closeWithin(t, cp.Close)
+		defer closeWithin(t, ignoreError(cp.Close))
 		var got int64
 		if err := cp.QueryRow(`SELECT sum(length(data)) + count(*) FROM b`).Scan(&got); err != nil {
 			t.Fatalf("%s: the copy: %v", step, err)

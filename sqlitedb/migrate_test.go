@@ -66,7 +66,7 @@ func TestMigrateAppliesInOrderOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, db.Close)
+	defer closeWithin(t, ignoreError(db.Close))
 	if n := queryInt(t, db, `SELECT count(*) FROM authors`); n != 2 {
 		t.Fatalf("%d authors after opening again with one more migration, want 2 (the seed applied once)", n)
 	}
@@ -101,7 +101,7 @@ func TestMigrateFailureLeavesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeWithin(t, db.Close)
+			defer closeWithin(t, ignoreError(db.Close))
 			if got := len(versions(t, db)); got != 3 {
 				t.Errorf("%d testMigrations recorded, want the 3 before the failing one", got)
 			}
@@ -147,7 +147,7 @@ func TestMigrateUsesTemporaryFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, db.Close)
+	defer closeWithin(t, ignoreError(db.Close))
 	var during, after int
 	err = db.Write(context.Background(), func(ctx context.Context, tx *sqlitedb.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT temp_store FROM probe`).Scan(&during); err != nil {

@@ -74,7 +74,7 @@ func TestSharedLockHeldAfterPoolsGrow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeWithin(t, db.Close)
+			defer closeWithin(t, ignoreError(db.Close))
 			createT(t, db)
 
 			// Every read connection at once, while writes go on.

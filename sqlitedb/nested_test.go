@@ -31,7 +31,7 @@ func TestNestedWriteFailsAtOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeWithin(t, db.Close)
+			defer closeWithin(t, ignoreError(db.Close))
 			var inner, innerCoalesce, outerCtx, outerCtxCoalesce error
 			start := time.Now()
 			// A request's ctx: cancelled when the client leaves.
@@ -74,7 +74,7 @@ func TestReadWaitsAreCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, db.Close)
+	defer closeWithin(t, ignoreError(db.Close))
 	inside, release := make(chan struct{}), make(chan struct{})
 	letGo := sync.OnceFunc(func() { close(release) })
 	defer letGo() // before Close, if the test fails first

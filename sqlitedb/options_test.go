@@ -70,7 +70,7 @@ func TestPragmasDSNOverOptionsOverDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, db.Close)
+	defer closeWithin(t, ignoreError(db.Close))
 
 	// Defaults that neither replaced, then the replacements; SQLite's
 	// answers: synchronous FULL is 2, temp_store MEMORY is 2.
@@ -245,7 +245,7 @@ func TestSetupFailureFailsOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeWithin(t, db.Close)
+	defer closeWithin(t, ignoreError(db.Close))
 	mustExec(t, db, `INSERT INTO t VALUES ('after')`)
 	if got := queryInt(t, db, `SELECT count(*) FROM t`); got != 1 {
 		t.Fatalf("%d rows, want only the one written after", got)
@@ -292,7 +292,7 @@ func TestBusyPollWaitsForAnotherConnection(t *testing.T) {
 	db, path := openDB(t, &sqlitedb.Options{Timeout: 300 * time.Millisecond})
 	createT(t, db)
 	other := sqlitedb.OpenPoolForTest(path)
-	defer closeWithin(t, other.Close)
+	defer closeWithin(t, ignoreError(other.Close))
 	lock := func() (unlock func()) {
 		conn, err := other.Conn(ctx)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -170,7 +171,7 @@ func TestQueueFileFullDiskAtOpen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open on a full disk: %v", err)
 	}
-	defer closeWithin(t, db.Close)
+	defer closeWithin(t, ignoreError(db.Close))
 	requireQueueOff(t, db, "no space left on device")
 	os.Remove(filepath.Join(dir, "filler"))
 	requireWrites(t, first, db)
@@ -227,6 +228,42 @@ func TestQueueFileCutShort(t *testing.T) {
 				t.Fatalf("%d rows, want 4", n)
 			}
 		})
+	}
+}
+
+// A process that keeps its turn from one transaction to the next (its
+// writes keep coming) notices the queue's file deleted or replaced at its
+// next transaction: it ends the turn, held in the old file, and queues
+// behind the process that took a ticket in the new one meanwhile, instead
+// of going on as if it still had the turn.
+func TestQueueFileReplacedWhileATurnIsKept(t *testing.T) {
+	before, path := openDB(t, nil)
+	createT(t, before)
+	release := holdWriter(t, before, insert(1))
+	second := make(chan error, 1)
+	go func() { second <- before.Write(context.Background(), insert(2)) }()
+	waitFor(t, "a second write queued behind the held one", func() bool { return before.Stats().Writer.Depth == 1 })
+	if err := os.Remove(path + "-queue"); err != nil {
+		t.Fatal(err)
+	}
+	after := openMore(t, path, nil)
+	third := make(chan error, 1)
+	go func() { third <- after.Write(context.Background(), insert(3)) }()
+	waitFor(t, "the DB opened after the deletion to take a ticket", func() bool { return sqlitedb.QueueTicketsForTest(path) >= 1 })
+	release()
+	for _, w := range []struct {
+		errc chan error
+		what string
+	}{{second, "the second write"}, {third, "the write of the DB opened after"}} {
+		if err := receive(t, w.errc, w.what); err != nil {
+			t.Fatalf("%s: %v", w.what, err)
+		}
+	}
+	if got := queryInts(t, before, `SELECT n FROM t ORDER BY seq`); !slices.Equal(got, []int64{1, 3, 2}) {
+		t.Fatalf("rows in the order %v, want [1 3 2]: the held write, the one queued in the new file, then the one that had kept the turn", got)
+	}
+	if s := before.Stats().Writer; s.TurnWaits != 1 || s.Queue != "on" {
+		t.Fatalf("the DB whose turn was held: %d turn waits, queue %q; want 1 (behind the DB opened after), on", s.TurnWaits, s.Queue)
 	}
 }
 
@@ -312,7 +349,7 @@ func TestQueueOpenBesideStoppedHolder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open beside the stopped holder: %v", err)
 	}
-	defer closeWithin(t, other.Close)
+	defer closeWithin(t, ignoreError(other.Close))
 	requireQueueOff(t, other, "held its lock of byte 0")
 	requireWrites(t, db, other)
 

@@ -239,9 +239,7 @@ func (q *processQueue) check(within time.Duration) error {
 	if q.off != nil {
 		return q.off
 	}
-	var st syscall.Stat_t
-	err := syscall.Lstat(q.path, &st)
-	if errors.Is(err, syscall.ENOENT) || err == nil && (st.Dev != q.dev || st.Ino != q.ino) {
+	if q.replaced() {
 		qf, err := q.openFile(context.Background(), within)
 		if err != nil {
 			return q.turnOff(fmt.Errorf("its file %s was deleted or replaced, and the one at its path now cannot be used: %v", q.path, err))
@@ -250,6 +248,7 @@ func (q *processQueue) check(within time.Duration) error {
 		q.queueFile = qf
 		slog.Info("sqlitedb: the queue's file was deleted or replaced while in use; the writers queue in the one at its path now", "path", q.path)
 	}
+	var st syscall.Stat_t
 	if err := syscall.Fstat(int(q.fd), &st); err != nil {
 		return q.turnOff(fmt.Errorf("its file %s: %v", q.path, err))
 	}
@@ -257,6 +256,17 @@ func (q *processQueue) check(within time.Duration) error {
 		return q.turnOff(fmt.Errorf("its file %s was cut short to %d bytes while in use", q.path, st.Size))
 	}
 	return nil
+}
+
+// replaced reports whether the queue's file at its path is no longer the
+// one this process has open (deleted, or replaced by another): a turn
+// held in the old file orders nothing against the processes that queue
+// in the new one, so the holder ends it and takes a ticket in the new one
+// (check opens it).
+func (q *processQueue) replaced() bool {
+	var st syscall.Stat_t
+	err := syscall.Lstat(q.path, &st)
+	return errors.Is(err, syscall.ENOENT) || err == nil && (st.Dev != q.dev || st.Ino != q.ino)
 }
 
 // turnOff turns the queue off for good, for why, and returns the error

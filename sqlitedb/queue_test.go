@@ -29,7 +29,7 @@ func openMore(t *testing.T, path string, opts *sqlitedb.Options) *sqlitedb.DB {
 	if err != nil {
 		t.Fatalf("open %s again: %v", path, err)
 	}
-	t.Cleanup(func() { closeWithin(t, func() error { db.Close(); return nil }) })
+	t.Cleanup(func() { closeWithin(t, ignoreError(db.Close)) })
 	return db
 }
 

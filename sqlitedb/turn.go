@@ -31,8 +31,11 @@ func (wr *writer) takeTurn(leave <-chan struct{}, deadline time.Time) error {
 		return nil
 	}
 	if wr.turn.held {
-		wr.turn.left--
-		return nil
+		if !q.replaced() {
+			wr.turn.left--
+			return nil
+		}
+		wr.endTurn() // a ticket in the file at the path now, below
 	}
 	t, err := q.take(min(time.Until(deadline), queueLockWait))
 	if err != nil {
