@@ -121,7 +121,7 @@ vulncheck:
 audit:
 	scripts/audit
 
-# The full experiment (about 15 minutes): every profile, plus split on a binary
+# The full experiment (about 15 minutes): every setup, plus split on a binary
 # without the compile-time options, three 10 s runs each at c=20, then a
 # concurrency sweep 1…256, taking turns (--interleave), then balanced and
 # write_heavy at c=256, then the trivial read (point_read) against the ceiling

@@ -164,7 +164,7 @@ type Operations interface {
 	// URL without its password.
 	Name() string
 	// Describe says which engine and setup serve the site, for the
-	// start-up line and logs: "profile enhanced" (SQLite), "PostgreSQL".
+	// start-up line and logs: "setup split" (SQLite), "PostgreSQL".
 	Describe() string
 	// Benchmark returns the actions of the load-test endpoints on this
 	// database.

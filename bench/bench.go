@@ -17,15 +17,18 @@ import (
 	"github.com/loremnews/loremnews/load"
 )
 
-// Setup is one configuration under test: a binary and a profile.
+// Setup is one configuration under test: a binary, and the SQLite setup
+// it serves with (or PostgreSQL), with the serve flags of its own.
 type Setup struct {
-	Name      string   `json:"name"`
-	Binary    string   `json:"binary"`
-	Profile   string   `json:"profile"`
-	Note      string   `json:"note,omitempty"`
-	ServeArgs []string `json:"serve_args,omitempty"`
+	Name   string `json:"name"`
+	Binary string `json:"binary"`
+	// SQLiteSetup is serve's --setup (results.json keeps its earlier
+	// name, so that earlier reports render again).
+	SQLiteSetup string   `json:"profile"`
+	Note        string   `json:"note,omitempty"`
+	ServeArgs   []string `json:"serve_args,omitempty"`
 	// Postgres runs the setup on PostgreSQL (Config.PostgresURL's server)
-	// instead of a SQLite file; Profile does not apply.
+	// instead of a SQLite file; SQLiteSetup does not apply.
 	Postgres bool `json:"postgres,omitempty"`
 	// Scale multiplies Config's users and posts for this setup's data set
 	// (0 and 1: as configured), so one report can show how the cost grows
@@ -487,7 +490,7 @@ func withFreshServer(ctx context.Context, cfg Config, s Setup, name string, fn f
 // the same run, with the same generator and concurrency: a yardstick that
 // makes results from noisy machines comparable.
 func measureCeiling(ctx context.Context, cfg Config) (*RunResult, error) {
-	s := Setup{Name: ActionCeiling, Binary: cfg.Setups[0].Binary, Profile: "split"}
+	s := Setup{Name: ActionCeiling, Binary: cfg.Setups[0].Binary, SQLiteSetup: "split"}
 	srv, err := startServer(ctx, s, dbPathFor(cfg.WorkDir, s), filepath.Join(cfg.WorkDir, "ceiling.log"))
 	if err != nil {
 		return nil, err
@@ -507,7 +510,7 @@ func measureCeiling(ctx context.Context, cfg Config) (*RunResult, error) {
 func runPointRead(ctx context.Context, cfg Config) *PointReadResult {
 	s := cfg.Setups[0]
 	for _, c := range cfg.Setups {
-		if !c.Postgres && c.Profile == "split" {
+		if !c.Postgres && c.SQLiteSetup == "split" {
 			s = c
 			break
 		}

@@ -155,10 +155,10 @@ func sampleReport() *Report {
 		Config: Config{Action: "balanced", Concurrency: 20, Duration: 10 * time.Second, Runs: 2, Sweep: []int{1, 4}, SweepDuration: time.Second, Users: 100, Posts: 1000,
 			Scenarios: []Scenario{{"post_show", 20}}, PointRead: []int{1, 5}},
 		Setups: []*SetupResult{
-			{Setup: Setup{Name: "naive", Profile: "naive", Binary: "/home/someone/src/loremnews/bin/loremnews"}, Runs: []RunResult{run(20, 1000, 12), run(20, 1200, 8)},
+			{Setup: Setup{Name: "naive", SQLiteSetup: "naive", Binary: "/home/someone/src/loremnews/bin/loremnews"}, Runs: []RunResult{run(20, 1000, 12), run(20, 1200, 8)},
 				Sweep:      []RunResult{run(1, 300, 0), run(4, 900, 3)},
 				BusyErrors: 20, ServerLog: []string{"level=WARN msg=unavailable db=/tmp/loremnews-bench-123/naive.sqlite3 path=/benchmarking/balanced"}},
-			{Setup: Setup{Name: "split", Profile: "split", Binary: "/home/someone/src/loremnews/bin/loremnews"}, Runs: []RunResult{
+			{Setup: Setup{Name: "split", SQLiteSetup: "split", Binary: "/home/someone/src/loremnews/bin/loremnews"}, Runs: []RunResult{
 				withCost(run(20, 800, 0), 400, 40), withCost(run(20, 900, 0), 600, 50)},
 				Sweep:     []RunResult{run(1, 250, 0), run(4, 700, 0)},
 				WriteWait: WaitStats{Count: 500, P99: 0.04}, Scenarios: []RunResult{func() RunResult { r := withCost(run(20, 2000, 0), 150, 38.25); r.Action = "post_show"; return r }()}},
@@ -192,7 +192,7 @@ func TestReportFormats(t *testing.T) {
 		"level=WARN msg=unavailable db=naive.sqlite3 path=/benchmarking/balanced",
 		"| 1 | 8000 | 6000 | 75.0 % | 0 |", "| 14603 |", "| 5 | 16000 | 10000 | 62.5 % | 0 |", "| 21028 |",
 		"![Successful req/s per setup: balanced at c=20](throughput.svg)", "(latency-split.svg)", "(timeline-throughput.svg)", "(sweep-errors.svg)",
-		"- naive: loremnews serve --profile naive",
+		"- naive: loremnews serve --setup naive",
 		// The server's cost: per run, the mean of the runs, per scenario;
 		// "–" where it was not measured (results written before it was).
 		"| 90.0 ms | – | – |", "| 90.0 ms | 400 µs | 40.0 MiB |", "| 90.0 ms | 600 µs | 50.0 MiB |", "| **90.0 ms** | **500 µs** | **45.0 MiB** |",
@@ -309,7 +309,7 @@ func TestExecuteEndToEnd(t *testing.T) {
 	}
 	var log bytes.Buffer
 	cfg := Config{
-		Setups:        []Setup{{Name: "naive", Binary: bin, Profile: "naive"}, {Name: "split", Binary: bin, Profile: "split"}},
+		Setups:        []Setup{{Name: "naive", Binary: bin, SQLiteSetup: "naive"}, {Name: "split", Binary: bin, SQLiteSetup: "split"}},
 		Action:        "balanced",
 		Concurrency:   4,
 		Duration:      700 * time.Millisecond,
@@ -330,7 +330,7 @@ func TestExecuteEndToEnd(t *testing.T) {
 	// off) fails alone, and its server is stopped, not left running.
 	t.Run("unmeasurable setup", func(t *testing.T) {
 		cfg := cfg
-		cfg.Setups = []Setup{{Name: "blind", Binary: bin, Profile: "split", ServeArgs: []string{"--metrics=false"}}, {Name: "split", Binary: bin, Profile: "split"}}
+		cfg.Setups = []Setup{{Name: "blind", Binary: bin, SQLiteSetup: "split", ServeArgs: []string{"--metrics=false"}}, {Name: "split", Binary: bin, SQLiteSetup: "split"}}
 		cfg.Interleave, cfg.Ceiling, cfg.Sweep, cfg.Scenarios = true, false, nil, nil
 		rep, err := Execute(context.Background(), cfg, "test")
 		if err != nil {
@@ -352,7 +352,7 @@ func TestExecuteEndToEnd(t *testing.T) {
 	t.Run("targets=sqlite,postgres", func(t *testing.T) {
 		pgtest.SkipIfMissing(t)
 		cfg := cfg
-		cfg.Setups = []Setup{{Name: "sqlite", Binary: bin, Profile: "split"}, {Name: "postgres", Binary: bin, Postgres: true}}
+		cfg.Setups = []Setup{{Name: "sqlite", Binary: bin, SQLiteSetup: "split"}, {Name: "postgres", Binary: bin, Postgres: true}}
 		cfg.Interleave, cfg.Ceiling = true, false
 		rep, err := Execute(context.Background(), cfg, "test")
 		if err != nil {

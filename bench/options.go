@@ -16,7 +16,7 @@ import (
 // ("naive,split", "1,5,10", "balanced@256"), turned into a Config's parts.
 // Each error names the entry that is wrong and what was expected.
 
-// talkSteps says which step of the 2024 talk each profile reproduces (its
+// talkSteps says which step of the 2024 talk each setup reproduces (its
 // demo app is the public repository fractaledmind/wrocloverb-2024, a
 // branch per step), for the report's list of setups.
 var talkSteps = map[string]string{
@@ -29,7 +29,7 @@ var talkSteps = map[string]string{
 	"durable":   "Not in the talk: split with synchronous=FULL, what a power-loss-proof commit costs.",
 }
 
-// ParseSetups turns a list of SQLite profile names and "postgres" into
+// ParseSetups turns a list of SQLite setup names and "postgres" into
 // setups served by binary, in the order given.
 func ParseSetups(list, binary string) ([]Setup, error) {
 	var out []Setup
@@ -42,7 +42,7 @@ func ParseSetups(list, binary string) ([]Setup, error) {
 		if !setups.Valid(name) {
 			return nil, fmt.Errorf("unknown setup %q in --setups (want some of %s, postgres)", name, strings.Join(setups.Names(), ", "))
 		}
-		out = append(out, Setup{Name: name, Binary: binary, Profile: name, Note: talkSteps[name]})
+		out = append(out, Setup{Name: name, Binary: binary, SQLiteSetup: name, Note: talkSteps[name]})
 	}
 	return out, nil
 }
@@ -54,8 +54,8 @@ func ParseTargets(list, binary string) ([]Setup, error) {
 	for _, name := range strings.Split(list, ",") {
 		switch name = strings.TrimSpace(name); name {
 		case "sqlite":
-			out = append(out, Setup{Name: "sqlite", Binary: binary, Profile: setups.Split,
-				Note: "The default SQLite setup (profile split)."})
+			out = append(out, Setup{Name: "sqlite", Binary: binary, SQLiteSetup: setups.Split,
+				Note: "The default SQLite setup (split)."})
 		case "postgres":
 			out = append(out, Setup{Name: "postgres", Binary: binary, Postgres: true})
 		case "postgres-async":
@@ -76,8 +76,8 @@ func PlainSetup(binary string) (Setup, error) {
 		return Setup{}, fmt.Errorf("--plain-binary: %v", err)
 	}
 	binary, _ = filepath.Abs(binary)
-	return Setup{Name: "split-plain", Binary: binary, Profile: setups.Split,
-		Note: "The split profile on a binary built without SQLite's recommended compile-time options (make build-plain); every other setup has them, the talk's step 02 (branch 02-set-compile-time-flags)."}, nil
+	return Setup{Name: "split-plain", Binary: binary, SQLiteSetup: setups.Split,
+		Note: "The split setup on a binary built without SQLite's recommended compile-time options (make build-plain); every other setup has them, the talk's step 02 (branch 02-set-compile-time-flags)."}, nil
 }
 
 // CompareSetups is first again on each build of a list of NAME=PATH
@@ -111,7 +111,7 @@ func WorkerSetups(list []Setup, levels string, pollToo bool) ([]Setup, error) {
 		s.Name = fmt.Sprintf("%s %d processes", s.Name, k)
 		s.Workers = k
 		s.Note = strings.TrimSpace(s.Note + fmt.Sprintf(" Served by %d processes on one file (serve --workers %d).", k, k))
-		if !pollToo || s.Postgres || !onSqlitedb(s.Profile) {
+		if !pollToo || s.Postgres || !onSqlitedb(s.SQLiteSetup) {
 			return []Setup{s}
 		}
 		p := s
@@ -122,12 +122,12 @@ func WorkerSetups(list []Setup, levels string, pollToo bool) ([]Setup, error) {
 	})
 }
 
-// onSqlitedb reports whether a profile's writes go through package
+// onSqlitedb reports whether a setup's writes go through package
 // sqlitedb's writer, the one that queues across processes; the
 // database/sql baselines poll (or sleep in a busy handler) whatever the
 // DSN says.
-func onSqlitedb(profile string) bool {
-	return profile == "" || profile == setups.Split || profile == setups.Batch || profile == setups.Durable
+func onSqlitedb(setup string) bool {
+	return setup == "" || setup == setups.Split || setup == setups.Batch || setup == setups.Durable
 }
 
 // ScaledSetups is each setup again on data sets scales times larger (the

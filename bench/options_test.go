@@ -27,11 +27,11 @@ func TestParseSetups(t *testing.T) {
 		field     string
 		got, want any
 	}{
-		{"setup 0's profile", setups[0].Profile, "naive"},
+		{"setup 0's SQLite setup", setups[0].SQLiteSetup, "naive"},
 		{"setup 0's note names step 00", strings.Contains(setups[0].Note, "step 00"), true},
 		{"setup 1's name", setups[1].Name, "split"},
 		{"setup 2 on PostgreSQL", setups[2].Postgres, true},
-		{"setup 2's profile", setups[2].Profile, ""},
+		{"setup 2's SQLite setup", setups[2].SQLiteSetup, ""},
 		{"setup 2's binary", setups[2].Binary, "/bin/loremnews"},
 	} {
 		if f.got != f.want {
@@ -39,7 +39,7 @@ func TestParseSetups(t *testing.T) {
 		}
 	}
 	if _, err := ParseSetups("split,turbo", "x"); err == nil || !strings.Contains(err.Error(), `unknown setup "turbo" in --setups (want some of naive,`) {
-		t.Errorf("unknown profile: %v", err)
+		t.Errorf("unknown setup: %v", err)
 	}
 }
 
@@ -51,8 +51,8 @@ func TestParseTargets(t *testing.T) {
 	if len(setups) != 3 {
 		t.Fatalf("%d setups, want 3: %+v", len(setups), setups)
 	}
-	if setups[0].Profile != "split" {
-		t.Errorf("sqlite's profile = %q, want split", setups[0].Profile)
+	if setups[0].SQLiteSetup != "split" {
+		t.Errorf("sqlite's SQLite setup = %q, want split", setups[0].SQLiteSetup)
 	}
 	if setups[0].Postgres {
 		t.Errorf("sqlite runs on PostgreSQL")
@@ -74,7 +74,7 @@ func TestCompareAndPlainSetups(t *testing.T) {
 	if err := os.WriteFile(old, nil, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	first := Setup{Name: "split", Binary: "bin/loremnews", Profile: "split", ServeArgs: []string{"--gzip"}}
+	first := Setup{Name: "split", Binary: "bin/loremnews", SQLiteSetup: "split", ServeArgs: []string{"--gzip"}}
 	others, err := CompareSetups(first, "before="+old)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestCompareAndPlainSetups(t *testing.T) {
 	}{
 		{"name", others[0].Name, "before"},
 		{"binary", others[0].Binary, old},
-		{"profile", others[0].Profile, "split"},
+		{"SQLite setup", others[0].SQLiteSetup, "split"},
 		{"serve args as the first's", slices.Equal(others[0].ServeArgs, first.ServeArgs), true},
 		{"note names the binary", strings.Contains(others[0].Note, "loremnews-old"), true},
 	} {
@@ -112,8 +112,8 @@ func TestCompareAndPlainSetups(t *testing.T) {
 	if plain.Name != "split-plain" {
 		t.Errorf("plain setup's name = %q, want split-plain", plain.Name)
 	}
-	if plain.Profile != "split" {
-		t.Errorf("plain setup's profile = %q, want split", plain.Profile)
+	if plain.SQLiteSetup != "split" {
+		t.Errorf("plain setup's SQLite setup = %q, want split", plain.SQLiteSetup)
 	}
 	if !filepath.IsAbs(plain.Binary) {
 		t.Errorf("plain setup's binary %q is not absolute", plain.Binary)
@@ -166,7 +166,7 @@ func TestParseScenarios(t *testing.T) {
 }
 
 func TestScaledSetups(t *testing.T) {
-	setups := []Setup{{Name: "split", Profile: "split"}, {Name: "before", Profile: "split", Note: "Another build."}}
+	setups := []Setup{{Name: "split", SQLiteSetup: "split"}, {Name: "before", SQLiteSetup: "split", Note: "Another build."}}
 	got, err := ScaledSetups(setups, "1,100")
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +191,7 @@ func TestScaledSetups(t *testing.T) {
 }
 
 func TestWorkerSetups(t *testing.T) {
-	got, err := WorkerSetups([]Setup{{Name: "split", Profile: "split"}, {Name: "naive", Profile: "naive"}}, "1,4", true)
+	got, err := WorkerSetups([]Setup{{Name: "split", SQLiteSetup: "split"}, {Name: "naive", SQLiteSetup: "naive"}}, "1,4", true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,8 +41,8 @@ func startServer(ctx context.Context, s Setup, dbPath, logPath string) (*server,
 		dsn = "file:" + dbPath + "?_writers=poll"
 	}
 	args := append([]string{"--db", dsn, "--benchmarking", "--log-level", "warn"}, s.ServeArgs...)
-	if s.Profile != "" && !s.Postgres {
-		args = append(args, "--profile", s.Profile)
+	if s.SQLiteSetup != "" && !s.Postgres {
+		args = append(args, "--setup", s.SQLiteSetup)
 	}
 	if s.Workers > 1 {
 		args = append(args, "--workers", fmt.Sprint(s.Workers))

@@ -25,7 +25,7 @@ func summaryRun(action string, c int, rps, p99 float64, failed int64) RunResult 
 }
 
 func summarySetup(name string, runs ...RunResult) *SetupResult {
-	s := &SetupResult{Setup: Setup{Name: name, Profile: name}}
+	s := &SetupResult{Setup: Setup{Name: name, SQLiteSetup: name}}
 	for _, r := range runs {
 		if r.Concurrency == 256 {
 			s.Scenarios = append(s.Scenarios, r)

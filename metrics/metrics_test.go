@@ -38,7 +38,7 @@ func TestMetricsSeeRequestsAndWrites(t *testing.T) {
 		`loremnews_http_request_duration_seconds_count{code="303",route="POST /benchmarking/post_create"} 10`,
 		`loremnews_http_request_duration_seconds_count{code="200",route="GET /posts/{id}"} 10`,
 		fmt.Sprintf("loremnews_write_wait_seconds_count %d", writes),
-		`loremnews_db_profile_info{profile="split"} 1`,
+		`loremnews_db_setup_info{setup="split"} 1`,
 		`loremnews_build_info{commit="0123abcd",version="v1.2.3"} 1`,
 		fmt.Sprintf("loremnews_sqlite_writer_writes_total %d", writes),
 		`loremnews_sqlite_pool_open_connections{pool="read"}`,
@@ -66,7 +66,7 @@ func TestMetricsOnPostgres(t *testing.T) {
 	for _, want := range []string{
 		`loremnews_http_request_duration_seconds_count{code="303",route="POST /benchmarking/post_create"} 10`,
 		`loremnews_write_wait_seconds_count 10`, // the 10 creates (migration and seed load run outside write)
-		`loremnews_db_profile_info{profile="postgres"} 1`,
+		`loremnews_db_setup_info{setup="postgres"} 1`,
 		`loremnews_postgres_pool_open_connections`,
 		`loremnews_postgres_pool_in_use_connections`,
 		`loremnews_postgres_pool_waits_total`,
@@ -84,7 +84,7 @@ func TestMetricsOnPostgres(t *testing.T) {
 	}
 }
 
-// TestMetricsOnABaseline: a baseline profile, on database/sql alone, shows
+// TestMetricsOnABaseline: a baseline setup, on database/sql alone, shows
 // its busy counters under SQLite's names and its one pool as database/sql's
 // metrics, and no writer or checkpointer it does not have.
 func TestMetricsOnABaseline(t *testing.T) {
@@ -96,7 +96,7 @@ func TestMetricsOnABaseline(t *testing.T) {
 	defer db.Close()
 	text := scrapeAfterCreates(t, m, db)
 	for _, want := range []string{
-		`loremnews_db_profile_info{profile="naive"} 1`,
+		`loremnews_db_setup_info{setup="naive"} 1`,
 		`loremnews_sqlite_busy_errors_total 0`,
 		`loremnews_sqlite_busy_retries_total 0`,
 		`go_sql_max_open_connections{db_name="loremnews"} 5`,

@@ -3,7 +3,7 @@ package postgres
 import "github.com/prometheus/client_golang/prometheus"
 
 // Collector exports the database's counters to Prometheus, read at each
-// scrape: namespace_db_profile_info{profile="postgres"}, the write
+// scrape: namespace_db_setup_info{setup="postgres"}, the write
 // transactions started over and the deadlocks among them, and the pool's
 // connections and waits (namespace_postgres_…).
 func (db *DB) Collector(namespace string) prometheus.Collector {
@@ -11,7 +11,7 @@ func (db *DB) Collector(namespace string) prometheus.Collector {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "postgres", name), help, nil, nil)
 	}
 	return &collector{db: db,
-		info:      prometheus.NewDesc(prometheus.BuildFQName(namespace, "db", "profile_info"), "The connection profile in use.", nil, prometheus.Labels{"profile": "postgres"}),
+		info:      prometheus.NewDesc(prometheus.BuildFQName(namespace, "db", "setup_info"), "The setup in use.", nil, prometheus.Labels{"setup": "postgres"}),
 		retries:   desc("write_retries_total", "Write transactions started over (a random pick deleted meanwhile, a serialization failure or a deadlock)."),
 		deadlocks: desc("deadlocks_total", "Write transactions PostgreSQL aborted as deadlocked (the lock order should keep this 0)."),
 		open:      desc("pool_open_connections", "Open connections."),

@@ -45,16 +45,16 @@ type Config struct {
 // performance log's attempt 64 measured what that saves. A read error
 // through the map is an error, as with pread.
 // A DSN's vfs parameter decides instead (vfs=unix: SQLite's own reads).
-func (cfg Config) Options(s Setup) *sqlitedb.Options {
+func (cfg Config) Options(h Hooks) *sqlitedb.Options {
 	return &sqlitedb.Options{ReadConns: cfg.ReadConns, Timeout: cfg.WriterTimeout, OnWriteWait: cfg.OnWriteWait,
-		ConnectHook: s.Conn, Setup: s.Migrate, MemoryMap: true}
+		ConnectHook: h.Conn, Setup: h.Migrate, MemoryMap: true}
 }
 
-// Setup is what an engine runs for the store: Conn on every new
+// Hooks are what an engine runs for the store: Conn on every new
 // connection, before any statement of the store's (it registers the SQL
 // functions the migrations call), and Migrate once, on one connection,
 // before any read or write.
-type Setup struct {
+type Hooks struct {
 	Conn    func(*sqlite3.SQLiteConn) error
 	Migrate func(context.Context, *sql.Conn) error
 }
@@ -78,8 +78,8 @@ const ProductSetup = "split"
 // Open opens (creating if needed) and migrates the database, on package
 // sqlitedb.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
-	return OpenEngine(ctx, ProductSetup, func(ctx context.Context, s Setup) (Engine, error) {
-		sdb, err := sqlitedb.Open(ctx, cfg.DSN, cfg.Options(s))
+	return OpenEngine(ctx, ProductSetup, func(ctx context.Context, h Hooks) (Engine, error) {
+		sdb, err := sqlitedb.Open(ctx, cfg.DSN, cfg.Options(h))
 		if err != nil {
 			return nil, err
 		}
@@ -88,12 +88,12 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 }
 
 // OpenEngine opens the store on the engine open returns, which must run
-// the Setup it is given: Conn on each of its connections and Migrate
-// before anything else. name names the setup ("profile NAME" in
-// Describe, and the profile label of the metrics).
-func OpenEngine(ctx context.Context, name string, open func(context.Context, Setup) (Engine, error)) (*DB, error) {
+// the Hooks it is given: Conn on each of its connections and Migrate
+// before anything else. name names the setup ("setup NAME" in Describe,
+// and the setup label of the metrics).
+func OpenEngine(ctx context.Context, name string, open func(context.Context, Hooks) (Engine, error)) (*DB, error) {
 	db := &DB{setup: name, names: newNames(), now: func() time.Time { return time.Now().UTC() }}
-	eng, err := open(ctx, Setup{Conn: registerFunctions, Migrate: migrate})
+	eng, err := open(ctx, Hooks{Conn: registerFunctions, Migrate: migrate})
 	if err != nil {
 		return nil, err
 	}
@@ -104,9 +104,8 @@ func OpenEngine(ctx context.Context, name string, open func(context.Context, Set
 // Name is the database file's path, for messages (loremnews.Database).
 func (db *DB) Name() string { return db.eng.Path() }
 
-// Describe is "profile NAME": the connection setup is what tells SQLite
-// runs apart.
-func (db *DB) Describe() string { return "profile " + db.setup }
+// Describe is "setup NAME": the setup is what tells SQLite runs apart.
+func (db *DB) Describe() string { return "setup " + db.setup }
 
 // Ping reports whether the database answers a query.
 func (db *DB) Ping(ctx context.Context) error {
@@ -129,11 +128,11 @@ func (db *DB) Close() error { return db.eng.Close() }
 func (db *DB) Stats() sqlitedb.Stats { return db.eng.Stats() }
 
 // Collector exports the database's counters to Prometheus, read at each
-// scrape: namespace_db_profile_info{profile}, and the engine's own
+// scrape: namespace_db_setup_info{setup}, and the engine's own
 // (for sqlitedb, package sqlitedbprom's namespace_sqlite_… metrics).
 func (db *DB) Collector(namespace string) prometheus.Collector {
-	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "db", Name: "profile_info",
-		Help: "The connection profile in use.", ConstLabels: prometheus.Labels{"profile": db.setup}})
+	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "db", Name: "setup_info",
+		Help: "The setup in use.", ConstLabels: prometheus.Labels{"setup": db.setup}})
 	info.Set(1)
 	return append(multiCollector{info}, db.eng.Collectors(namespace)...)
 }

@@ -56,7 +56,7 @@ func TestOpen(t *testing.T) {
 		if got, err := db.FindUserByID(context.Background(), u.ID); err != nil || got.ScreenName != "alice" {
 			t.Fatalf("find = %+v, %v", got, err)
 		}
-		if got, want := db.Describe(), "profile "+sqlite.ProductSetup; got != want {
+		if got, want := db.Describe(), "setup "+sqlite.ProductSetup; got != want {
 			t.Errorf("Describe() = %q, want %q", got, want)
 		}
 	})

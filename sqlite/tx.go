@@ -13,7 +13,7 @@ func (db *DB) read(ctx context.Context, fn func(ctx context.Context, q Querier) 
 }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE … COMMIT in every
-// profile but naive), after this process's earlier writes in the profiles
+// setup but naive), after this process's earlier writes in the setups
 // that queue them, and returns once it has committed.
 func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx Execer) error) error {
 	return mapError(db.eng.Write(ctx, fn))

@@ -72,7 +72,7 @@ type poolEngine struct {
 // pool and pragmas (after which the DSN's _pragma=name(value) parameters),
 // runs s.Conn on every new connection and s.Migrate on one before anything
 // else.
-func openBaseline(ctx context.Context, cfg sqlite.Config, b baseline, s sqlite.Setup) (*poolEngine, error) {
+func openBaseline(ctx context.Context, cfg sqlite.Config, b baseline, s sqlite.Hooks) (*poolEngine, error) {
 	file, params, pragmas, err := splitDSN(cfg.DSN)
 	if err != nil {
 		return nil, err

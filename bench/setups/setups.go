@@ -82,16 +82,16 @@ func Open(ctx context.Context, name string, cfg sqlite.Config) (*sqlite.DB, erro
 	}
 	open, ok := opener(name, cfg)
 	if !ok {
-		return nil, fmt.Errorf("sqlite: unknown profile %q (want one of %s)", name, strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("sqlite: unknown setup %q (want one of %s)", name, strings.Join(Names(), ", "))
 	}
 	return sqlite.OpenEngine(ctx, name, open)
 }
 
 // opener is how the setup called name opens its engine; ok is false if
 // there is no such setup.
-func opener(name string, cfg sqlite.Config) (open func(context.Context, sqlite.Setup) (sqlite.Engine, error), ok bool) {
-	onSqlitedb := func(pragmas []sqlitedb.Pragma, engine func(*sqlitedb.DB) sqlite.Engine) func(context.Context, sqlite.Setup) (sqlite.Engine, error) {
-		return func(ctx context.Context, s sqlite.Setup) (sqlite.Engine, error) {
+func opener(name string, cfg sqlite.Config) (open func(context.Context, sqlite.Hooks) (sqlite.Engine, error), ok bool) {
+	onSqlitedb := func(pragmas []sqlitedb.Pragma, engine func(*sqlitedb.DB) sqlite.Engine) func(context.Context, sqlite.Hooks) (sqlite.Engine, error) {
+		return func(ctx context.Context, s sqlite.Hooks) (sqlite.Engine, error) {
 			opts := cfg.Options(s)
 			opts.Pragmas = pragmas
 			db, err := sqlitedb.Open(ctx, cfg.DSN, opts)
@@ -101,8 +101,8 @@ func opener(name string, cfg sqlite.Config) (open func(context.Context, sqlite.S
 			return engine(db), nil
 		}
 	}
-	onPool := func(b baseline) func(context.Context, sqlite.Setup) (sqlite.Engine, error) {
-		return func(ctx context.Context, s sqlite.Setup) (sqlite.Engine, error) {
+	onPool := func(b baseline) func(context.Context, sqlite.Hooks) (sqlite.Engine, error) {
+		return func(ctx context.Context, s sqlite.Hooks) (sqlite.Engine, error) {
 			return openBaseline(ctx, cfg, b, s)
 		}
 	}

@@ -42,7 +42,7 @@ func mustOpenEngine(tb testing.TB, name, path string) sqlite.Engine {
 	if !ok {
 		tb.Fatalf("no setup %q", name)
 	}
-	e, err := open(context.Background(), sqlite.Setup{})
+	e, err := open(context.Background(), sqlite.Hooks{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -87,8 +87,8 @@ func TestEverySetupOpensAndMigrates(t *testing.T) {
 			if got, err := db.FindUserByID(t.Context(), u.ID); err != nil || got.ScreenName != "alice" {
 				t.Fatalf("find = %+v, %v", got, err)
 			}
-			if got := db.Describe(); got != "profile "+name {
-				t.Errorf("Describe() = %q, want %q", got, "profile "+name)
+			if got := db.Describe(); got != "setup "+name {
+				t.Errorf("Describe() = %q, want %q", got, "setup "+name)
 			}
 		})
 	}
@@ -102,7 +102,7 @@ func TestOpenRefuses(t *testing.T) {
 		setup, dsn string
 		want       string
 	}{
-		"unknown setup":      {"turbo", filepath.Join(dir, "a.db"), `unknown profile "turbo"`},
+		"unknown setup":      {"turbo", filepath.Join(dir, "a.db"), `unknown setup "turbo"`},
 		"a postgres URL":     {Naive, "postgres://localhost/x", "is a postgres URL, not a SQLite file"},
 		"the busy timeout":   {Enhanced, "file:" + filepath.Join(dir, "b.db") + "?_busy_timeout=1", "parameter _busy_timeout is set by the setup"},
 		"the lock mode":      {Fair, "file:" + filepath.Join(dir, "c.db") + "?_txlock=deferred", "parameter _txlock is set by the setup"},

@@ -97,7 +97,7 @@ type benchInput struct {
 
 // register adds bench's flags.
 func (c *benchCommand) register(fs *flagSet, in *benchInput) {
-	fs.StringVar(&in.setupList, "setups", strings.Join(setups.Names(), ","), "`NAME,...` setups to compare, in order: SQLite profiles, and postgres")
+	fs.StringVar(&in.setupList, "setups", strings.Join(setups.Names(), ","), "`NAME,...` setups to compare, in order: SQLite setups, and postgres")
 	fs.twin("setups", "LOREM_BENCH_SETUPS")
 	fs.StringVar(&in.targets, "targets", "", "`TARGET,...` databases to compare instead of setups: sqlite (the default SQLite setup), postgres, postgres-async (synchronous_commit=off); e.g. sqlite,postgres (overrides --setups)")
 	fs.twin("targets", "LOREM_BENCH_TARGETS")

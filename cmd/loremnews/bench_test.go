@@ -26,7 +26,7 @@ func TestParseBenchFlags(t *testing.T) {
 	for _, s := range cfg.Setups {
 		names = append(names, s.Name)
 	}
-	if !slices.Equal(names, []string{"naive", "split", "before"}) || cfg.Setups[2].Binary != old || cfg.Setups[2].Profile != "naive" {
+	if !slices.Equal(names, []string{"naive", "split", "before"}) || cfg.Setups[2].Binary != old || cfg.Setups[2].SQLiteSetup != "naive" {
 		t.Errorf("setups %+v", cfg.Setups)
 	}
 	// --quick: 3 runs of 3 s and no sweep, whatever --sweep says.

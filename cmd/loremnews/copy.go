@@ -116,7 +116,7 @@ func (cmd copyCommand) run(ctx context.Context, stdout, stderr io.Writer) error 
 
 // copyTarget turns a --from/--to value into the database flags that open it.
 func copyTarget(s string) dbFlags {
-	d := dbFlags{dsn: strings.TrimPrefix(s, "sqlite:"), profile: setups.Split, writerTimeout: 30 * time.Second}
+	d := dbFlags{dsn: strings.TrimPrefix(s, "sqlite:"), setup: setups.Split, writerTimeout: 30 * time.Second}
 	if postgres.IsURL(s) {
 		d.dsn = s
 	}

@@ -19,7 +19,7 @@ import (
 // dbFlags are the database flags every command that opens it shares.
 type dbFlags struct {
 	dsn           string
-	profile       string
+	setup         string // the SQLite setup: setups.Names()
 	readConns     int
 	writerTimeout time.Duration
 	pgMaxConns    int
@@ -36,9 +36,10 @@ const (
 // write in bulk, where the connection setup decides the outcome.
 func (d *dbFlags) register(fs *flagSet) {
 	d.registerDB(fs)
-	fs.StringVar(&d.profile, "profile", setups.Split, "connection setup `NAME`: "+strings.Join(setups.Names(), ", "))
-	fs.twin("profile", "LOREM_PROFILE")
-	fs.IntVar(&d.readConns, "read-conns", 0, "size of the read pool (shared pool in single-pool profiles); 0 = max(4, 2×GOMAXPROCS)")
+	fs.StringVar(&d.setup, "setup", setups.Split, "SQLite setup `NAME` (docs/setups.md): "+strings.Join(setups.Names(), ", "))
+	fs.twin("setup", "LOREM_SETUP")
+	fs.StringVar(&d.setup, "profile", setups.Split, "the same as --setup `NAME` (its earlier name)")
+	fs.IntVar(&d.readConns, "read-conns", 0, "size of the read pool (shared pool in single-pool setups); 0 = max(4, 2×GOMAXPROCS)")
 	fs.twin("read-conns", "LOREM_READ_CONNS")
 	fs.DurationVar(&d.writerTimeout, "writer-timeout", defaultWriterTimeout, "longest a write waits for its turn and SQLite's lock (PostgreSQL: for a connection and for each row lock) before answering 503")
 	fs.twin("writer-timeout", "LOREM_WRITER_TIMEOUT")
@@ -53,14 +54,14 @@ func (d *dbFlags) register(fs *flagSet) {
 func (d *dbFlags) registerDB(fs *flagSet) {
 	fs.StringVar(&d.dsn, "db", defaultDB, "SQLite file `PATH` or URI (pragmas ride along as file:PATH?_pragma=cache_size(-16000)),\n      or a PostgreSQL URL: postgres://user:password@host:5432/dbname")
 	fs.twin("db", "LOREM_DB")
-	d.profile = setups.Split
+	d.setup = setups.Split
 	d.writerTimeout = defaultWriterTimeout
 }
 
 func (d *dbFlags) validate(fs *flagSet) error {
 	switch {
-	case !setups.Valid(d.profile):
-		return &usageError{msg: fmt.Sprintf("unknown --profile %q (want one of %s)", d.profile, strings.Join(setups.Names(), ", ")), cmd: fs.Name()}
+	case !setups.Valid(d.setup):
+		return &usageError{msg: fmt.Sprintf("unknown --setup %q (want one of %s)", d.setup, strings.Join(setups.Names(), ", ")), cmd: fs.Name()}
 	case d.readConns < 0:
 		return &usageError{msg: "--read-conns must be 0 (auto) or more", cmd: fs.Name()}
 	case d.writerTimeout <= 0:
@@ -124,7 +125,7 @@ func (d *dbFlags) open(ctx context.Context) (database, error) {
 // openSQLite opens the SQLite file --db names, for the commands that work
 // on a SQLite file alone (backup).
 func (d *dbFlags) openSQLite(ctx context.Context) (*sqlite.DB, error) {
-	return setups.Open(ctx, d.profile, sqlite.Config{
+	return setups.Open(ctx, d.setup, sqlite.Config{
 		DSN:           d.dsn,
 		ReadConns:     d.readConns,
 		WriterTimeout: d.writerTimeout,

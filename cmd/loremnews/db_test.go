@@ -19,7 +19,7 @@ func TestOpenFailureGivesNilDatabase(t *testing.T) {
 	}
 	for _, d := range []dbFlags{
 		{dsn: "postgres://nobody@127.0.0.1:1/none?connect_timeout=5"}, // nothing listens on port 1
-		{dsn: filepath.Join(notADir, "x.sqlite3"), profile: "split"},  // a file where a folder should be
+		{dsn: filepath.Join(notADir, "x.sqlite3"), setup: "split"},    // a file where a folder should be
 	} {
 		db, err := d.open(ctx)
 		if err == nil {

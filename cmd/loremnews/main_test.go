@@ -154,7 +154,8 @@ func TestUsageErrors(t *testing.T) {
 		"unknown command":   {args: []string{"frobnicate"}, want: `unknown command "frobnicate"`},
 		"unknown flag":      {args: []string{"serve", "--nope"}, want: "flag provided but not defined: -nope"},
 		"bad duration":      {args: []string{"serve", "--writer-timeout", "soon"}, want: "invalid value"},
-		"bad profile":       {args: []string{"serve", "--profile", "turbo"}, want: `unknown --profile "turbo"`},
+		"bad setup":         {args: []string{"serve", "--setup", "turbo"}, want: `unknown --setup "turbo"`},
+		"bad profile":       {args: []string{"serve", "--profile", "turbo"}, want: `unknown --setup "turbo"`},
 		"postgres backup":   {args: []string{"backup", "--db", "postgres://localhost/lorem", "--to", filepath.Join(dir, "b.db")}, want: "use pg_dump"},
 		"negative pause":    {args: []string{"backup", "--to", filepath.Join(dir, "b.db"), "--pause", "-1s"}, want: "--pause must be 0 or more"},
 		"bad postgres URL":  {args: []string{"migrate", "--db", "postgres://h/db?x=%zz"}, want: "not a valid PostgreSQL URL"},
@@ -284,7 +285,7 @@ func TestUsageErrors(t *testing.T) {
 			}
 		}
 		for _, cmd := range []string{"migrate", "backup"} {
-			if h := help(cmd); !strings.Contains(h, "--db PATH") || strings.Contains(h, "--read-conns") || strings.Contains(h, "--profile") {
+			if h := help(cmd); !strings.Contains(h, "--db PATH") || strings.Contains(h, "--read-conns") || strings.Contains(h, "--setup") {
 				t.Errorf("%s --help should show --db and no pool tuning:\n%s", cmd, h)
 			}
 		}

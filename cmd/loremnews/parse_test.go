@@ -74,8 +74,8 @@ func TestParseMigrateFlags(t *testing.T) {
 	if err != nil || d.dsn != "x.sqlite3" {
 		t.Errorf("%+v, %v", d, err)
 	}
-	_, err = parseMigrateFlags([]string{"--profile", "split"}, io.Discard)
-	wantUsageError(t, err, "profile")
+	_, err = parseMigrateFlags([]string{"--setup", "split"}, io.Discard)
+	wantUsageError(t, err, "setup")
 }
 
 func TestParseBackupFlags(t *testing.T) {

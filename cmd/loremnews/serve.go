@@ -66,7 +66,7 @@ func parseServeFlags(args []string, stdout io.Writer) (serveCommand, error) {
 	var (
 		c  serveCommand
 		in serveInput
-		fs = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH|postgres://…] [--profile NAME] [--benchmarking] [--seed-if-empty]",
+		fs = newFlagSet("serve", "loremnews serve [--addr HOST:PORT] [--db PATH|postgres://…] [--setup NAME] [--benchmarking] [--seed-if-empty]",
 			"Serve Lorem News. The database is created and migrated on start.", stdout)
 	)
 	c.register(fs, &in)

@@ -227,7 +227,7 @@ func TestMetricsListenerAnswersThisMachineOnly(t *testing.T) {
 func TestParseServeFlags(t *testing.T) {
 	t.Setenv("LOREM_SECRET_KEY", strings.Repeat("k", 32))
 	c, err := parseServeFlags([]string{"--addr", "127.0.0.1:0", "--benchmarking", "--trusted-proxies", "10.0.0.0/8", "--log-level", "warn",
-		"--max-in-flight", "8", "--metrics-addr", "127.0.0.1:9100", "--profile", "naive"}, io.Discard)
+		"--max-in-flight", "8", "--metrics-addr", "127.0.0.1:9100", "--setup", "naive"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestParseServeFlags(t *testing.T) {
 		{"log level", c.logLevel, slog.LevelWarn},
 		{"metrics addr", c.metricsAddr, "127.0.0.1:9100"},
 		{"metrics", c.metrics, true},
-		{"profile", c.db.profile, "naive"},
+		{"setup", c.db.setup, "naive"},
 		{"shutdown timeout", c.shutdownTimeout, 10 * time.Second},
 	} {
 		if f.got != f.want {
