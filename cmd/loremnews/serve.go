@@ -17,6 +17,7 @@ import (
 
 	"github.com/loremnews/loremnews"
 	lnhttp "github.com/loremnews/loremnews/http"
+	"github.com/loremnews/loremnews/internal/workers"
 	"github.com/loremnews/loremnews/metrics"
 	"golang.org/x/crypto/bcrypt"
 )
@@ -197,8 +198,8 @@ func (c *serveCommand) resolve(in serveInput, usage func(format string, args ...
 		return usage("--gc-percent must be positive (or -1 to turn the collector off)")
 	}
 	switch {
-	case c.workers < 0 || c.workers > maxWorkers:
-		return usage("--workers must be between 0 (one per core) and %d", maxWorkers)
+	case c.workers < 0 || c.workers > workers.Max:
+		return usage("--workers must be between 0 (one per core) and %d", workers.Max)
 	case c.workers == 0:
 		c.workers = runtime.NumCPU()
 	}
@@ -267,7 +268,7 @@ func (c *serveCommand) resolveMetrics(usage func(format string, args ...any) err
 func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 	debug.SetGCPercent(c.gcPercent)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
-	if n := os.Getenv(workerEnv); n != "" {
+	if n := os.Getenv(workers.Env); n != "" {
 		return c.runWorker(ctx, n, log.With("worker", n))
 	}
 
