@@ -155,72 +155,6 @@ func testKeysetPaging(t *testing.T, open Opener) {
 		t.Fatalf("user page: %+v, %d posts, %d comments, %v", u, len(posts), len(comments), err)
 	}
 
-	// walk pages through one listing; between pages, churn changes rows.
-	walk := func(t *testing.T, name string, ids []int64, page func(before int64) ([]int64, error),
-		insert func(i int) int64, remove func(id int64) error) {
-		deleted, unseenDeleted := map[int64]bool{}, map[int64]bool{}
-		seen := map[int64]bool{}
-		var inserted []int64
-		before := int64(math.MaxInt64)
-		for pages := 0; ; pages++ {
-			if pages > 2*n {
-				t.Fatalf("%s: still paging after %d pages", name, pages)
-			}
-			got, err := page(before)
-			if err != nil {
-				t.Fatalf("%s: page before %d: %v", name, before, err)
-			}
-			for _, id := range got {
-				if id >= before || seen[id] {
-					t.Fatalf("%s: id %d out of order or repeated (cursor %d)", name, id, before)
-				}
-				seen[id] = true
-				before = id
-			}
-			if len(got) < pageSize {
-				break
-			}
-			// Churn: newer rows, one shown row deleted, one row not yet
-			// shown deleted.
-			for range 2 {
-				inserted = append(inserted, insert(len(inserted)))
-			}
-			for _, id := range ids {
-				if seen[id] && !deleted[id] {
-					deleted[id] = true
-					if err := remove(id); err != nil {
-						t.Fatal(err)
-					}
-					break
-				}
-			}
-			for _, id := range ids {
-				if !seen[id] && !deleted[id] && id < before {
-					deleted[id], unseenDeleted[id] = true, true
-					if err := remove(id); err != nil {
-						t.Fatal(err)
-					}
-					break
-				}
-			}
-		}
-		for _, id := range ids {
-			if !deleted[id] && !seen[id] {
-				t.Errorf("%s: row %d was never shown", name, id)
-			}
-			if unseenDeleted[id] && seen[id] {
-				t.Errorf("%s: row %d was shown after it was deleted", name, id)
-			}
-		}
-		for _, id := range inserted {
-			if seen[id] {
-				t.Errorf("%s: row %d, inserted after the walk began, was shown on a later page", name, id)
-			}
-		}
-		if len(deleted) < 4 || len(inserted) < 4 {
-			t.Fatalf("%s: too little churn to prove anything: %d deleted, %d inserted", name, len(deleted), len(inserted))
-		}
-	}
 	postIDsOf := func(ps []*loremnews.Post, err error) ([]int64, error) {
 		var ids []int64
 		for _, p := range ps {
@@ -230,7 +164,7 @@ func testKeysetPaging(t *testing.T, open Opener) {
 	}
 
 	t.Run("FrontPage", func(t *testing.T) {
-		walk(t, "front page", postIDs, func(before int64) ([]int64, error) {
+		walkPages(t, "front page", pageSize, postIDs, func(before int64) ([]int64, error) {
 			ps, err := db.PostsBefore(ctx, before, pageSize)
 			for _, p := range ps {
 				if p.Author == nil || p.Author.ScreenName == "" {
@@ -253,14 +187,14 @@ func testKeysetPaging(t *testing.T, open Opener) {
 				t.Fatalf("post %d: %v", id, err)
 			}
 		}
-		walk(t, "user posts", left, func(before int64) ([]int64, error) {
+		walkPages(t, "user posts", pageSize, left, func(before int64) ([]int64, error) {
 			return postIDsOf(db.UserPosts(ctx, alice.ID, before, pageSize))
 		}, func(i int) int64 {
 			return MustCreatePost(t, db, alice.ID, fmt.Sprintf("Alice's newcomer %d", i)).ID
 		}, func(id int64) error { return db.DeletePost(ctx, id) })
 	})
 	t.Run("UserComments", func(t *testing.T) {
-		walk(t, "user comments", commentIDs, func(before int64) ([]int64, error) {
+		walkPages(t, "user comments", pageSize, commentIDs, func(before int64) ([]int64, error) {
 			cs, err := db.UserComments(ctx, alice.ID, before, pageSize)
 			var ids []int64
 			for _, c := range cs {
@@ -286,7 +220,7 @@ func testKeysetPaging(t *testing.T, open Opener) {
 				t.Fatalf("comment %d: %v", id, err)
 			}
 		}
-		walk(t, "post comments", left, func(before int64) ([]int64, error) {
+		walkPages(t, "post comments", pageSize, left, func(before int64) ([]int64, error) {
 			p, cs, err := db.PostComments(ctx, target.ID, before, pageSize)
 			if err == nil && p.ID != target.ID {
 				t.Fatalf("PostComments of post %d returned post %d", target.ID, p.ID)
@@ -303,78 +237,7 @@ func testKeysetPaging(t *testing.T, open Opener) {
 			return MustCreateComment(t, db, target.ID, bob.ID, fmt.Sprintf("A newer comment on the post %d", i)).ID
 		}, func(id int64) error { return db.DeleteComment(ctx, id) })
 	})
-	t.Run("ConcurrentChurn", func(t *testing.T) {
-		// A writer inserts and deletes posts while the front page is walked
-		// page by page, for real at the same time: every post there before
-		// the walk and never deleted is shown exactly once, in order.
-		var before []int64
-		for i := range 60 {
-			before = append(before, MustCreatePost(t, db, bob.ID, fmt.Sprintf("Churned post %02d", i)).ID)
-		}
-		var (
-			mu      sync.Mutex
-			deleted = map[int64]bool{}
-			stop    = make(chan struct{})
-			done    = make(chan error, 1)
-		)
-		go func() {
-			var err error
-			defer func() { done <- err }()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err = db.CreatePost(ctx, bob.ID, loremnews.PostInput{Title: fmt.Sprintf("Churn newcomer %d", i)}); err != nil {
-					return
-				}
-				if id := before[(i*7)%len(before)]; i%2 == 0 {
-					mu.Lock()
-					gone := deleted[id]
-					deleted[id] = true
-					mu.Unlock()
-					if !gone {
-						if err = db.DeletePost(ctx, id); err != nil {
-							return
-						}
-					}
-				}
-			}
-		}()
-		seen := map[int64]bool{}
-		last := int64(math.MaxInt64)
-		for pages := 0; ; pages++ {
-			if pages > 1000 {
-				t.Fatal("still paging after 1000 pages")
-			}
-			ps, err := db.PostsBefore(ctx, last, 5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range ps {
-				if p.ID >= last || seen[p.ID] {
-					t.Fatalf("post %d out of order or repeated (cursor %d)", p.ID, last)
-				}
-				seen[p.ID], last = true, p.ID
-			}
-			if len(ps) < 5 {
-				break
-			}
-		}
-		close(stop)
-		if err := <-done; err != nil {
-			t.Fatalf("writer: %v", err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, id := range before {
-			if !deleted[id] && !seen[id] {
-				t.Errorf("post %d, never deleted, was never shown", id)
-			}
-		}
-		MustBeConsistent(t, db)
-	})
+	t.Run("ConcurrentChurn", func(t *testing.T) { frontPageUnderChurn(t, db, bob) })
 	t.Run("CountsFollowChanges", func(t *testing.T) {
 		u, _, _, err := db.UserPage(ctx, alice.ID, 0)
 		if err != nil {
@@ -392,4 +255,152 @@ func testKeysetPaging(t *testing.T, open Opener) {
 		_, err = db.UserComments(ctx, 999, math.MaxInt64, 10)
 		wantCode(t, err, loremnews.ENOTFOUND)
 	})
+}
+
+// walkPages walks one listing page by page, pageSize rows a page, from
+// the newest (ids are the rows it holds at the start); between pages,
+// churn changes it: two newer rows inserted, one row already shown and
+// one not yet shown deleted. Every row never deleted is shown exactly
+// once, in order; none inserted after the walk began is shown, nor any
+// deleted before it was reached.
+func walkPages(t *testing.T, name string, pageSize int, ids []int64, page func(before int64) ([]int64, error),
+	insert func(i int) int64, remove func(id int64) error) {
+	t.Helper()
+	deleted, unseenDeleted := map[int64]bool{}, map[int64]bool{}
+	seen := map[int64]bool{}
+	var inserted []int64
+	before := int64(math.MaxInt64)
+	for pages := 0; ; pages++ {
+		if pages > 2*len(ids)+2 {
+			t.Fatalf("%s: still paging after %d pages", name, pages)
+		}
+		got, err := page(before)
+		if err != nil {
+			t.Fatalf("%s: page before %d: %v", name, before, err)
+		}
+		for _, id := range got {
+			if id >= before || seen[id] {
+				t.Fatalf("%s: id %d out of order or repeated (cursor %d)", name, id, before)
+			}
+			seen[id] = true
+			before = id
+		}
+		if len(got) < pageSize {
+			break
+		}
+		// Churn: newer rows, one shown row deleted, one row not yet
+		// shown deleted.
+		for range 2 {
+			inserted = append(inserted, insert(len(inserted)))
+		}
+		for _, id := range ids {
+			if seen[id] && !deleted[id] {
+				deleted[id] = true
+				if err := remove(id); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+		for _, id := range ids {
+			if !seen[id] && !deleted[id] && id < before {
+				deleted[id], unseenDeleted[id] = true, true
+				if err := remove(id); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+	}
+	for _, id := range ids {
+		if !deleted[id] && !seen[id] {
+			t.Errorf("%s: row %d was never shown", name, id)
+		}
+		if unseenDeleted[id] && seen[id] {
+			t.Errorf("%s: row %d was shown after it was deleted", name, id)
+		}
+	}
+	for _, id := range inserted {
+		if seen[id] {
+			t.Errorf("%s: row %d, inserted after the walk began, was shown on a later page", name, id)
+		}
+	}
+	if len(deleted) < 4 || len(inserted) < 4 {
+		t.Fatalf("%s: too little churn to prove anything: %d deleted, %d inserted", name, len(deleted), len(inserted))
+	}
+}
+
+// frontPageUnderChurn walks the front page page by page while a writer
+// inserts and deletes posts, for real at the same time: every post there
+// before the walk and never deleted is shown exactly once, in order.
+func frontPageUnderChurn(t *testing.T, db loremnews.Database, bob *loremnews.User) {
+	t.Helper()
+	ctx := context.Background()
+	var before []int64
+	for i := range 60 {
+		before = append(before, MustCreatePost(t, db, bob.ID, fmt.Sprintf("Churned post %02d", i)).ID)
+	}
+	var (
+		mu      sync.Mutex
+		deleted = map[int64]bool{}
+		stop    = make(chan struct{})
+		done    = make(chan error, 1)
+	)
+	go func() {
+		var err error
+		defer func() { done <- err }()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err = db.CreatePost(ctx, bob.ID, loremnews.PostInput{Title: fmt.Sprintf("Churn newcomer %d", i)}); err != nil {
+				return
+			}
+			if id := before[(i*7)%len(before)]; i%2 == 0 {
+				mu.Lock()
+				gone := deleted[id]
+				deleted[id] = true
+				mu.Unlock()
+				if !gone {
+					if err = db.DeletePost(ctx, id); err != nil {
+						return
+					}
+				}
+			}
+		}
+	}()
+	seen := map[int64]bool{}
+	last := int64(math.MaxInt64)
+	for pages := 0; ; pages++ {
+		if pages > 1000 {
+			t.Fatal("still paging after 1000 pages")
+		}
+		ps, err := db.PostsBefore(ctx, last, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			if p.ID >= last || seen[p.ID] {
+				t.Fatalf("post %d out of order or repeated (cursor %d)", p.ID, last)
+			}
+			seen[p.ID], last = true, p.ID
+		}
+		if len(ps) < 5 {
+			break
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range before {
+		if !deleted[id] && !seen[id] {
+			t.Errorf("post %d, never deleted, was never shown", id)
+		}
+	}
+	MustBeConsistent(t, db)
 }
