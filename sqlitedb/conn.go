@@ -143,9 +143,10 @@ type driverConn struct {
 	// the handles and the writer: whether a commit may go through, and
 	// how many transactions were rolled back (see txnMark).
 	hooks *C.lite_hooks
-	// stopped, if set, is the DB's fail-stop: once a sync of the database
-	// file has failed, Close keeps SQLite from checkpointing at close.
-	stopped *failStop
+	// syncFailed, if set, reports whether a sync of the database file has
+	// failed (the DB's fail-stop): once one has, Close keeps SQLite from
+	// checkpointing at close.
+	syncFailed func() bool
 }
 
 // newDriverConn wraps a connection go-sqlite3 opened after installOnce.
@@ -187,7 +188,7 @@ func errHookTaken(had C.int) error {
 	if had&2 != 0 {
 		names = append(names, "a rollback hook (RegisterRollbackHook)")
 	}
-	return fmt.Errorf("sqlitedb: ConnectHook set %s: SQLite keeps one of each per connection, and the package's own are what stop a commit outside the writer's and tell it when SQLite rolled a transaction back; run what the hook would after Write returns instead", strings.Join(names, " and "))
+	return fmt.Errorf("sqlitedb: ConnectHook set %s: SQLite keeps one of each per connection, and the package's own are what let no COMMIT through but the package's own and say when SQLite rolled a transaction back; do what the hook would after Write returns instead", strings.Join(names, " and "))
 }
 
 // Close finalizes the handles' statements, then closes the connection.
@@ -197,7 +198,7 @@ func (c *driverConn) Close() error {
 		c.walFrames = nil
 	}
 	c.finalizeStatements()
-	if c.stopped != nil && c.stopped.err() != nil {
+	if c.syncFailed != nil && c.syncFailed() {
 		// The last connection to close would checkpoint and sync
 		// "successfully" over pages whose write-back was lost: the WAL
 		// must keep every frame for the next open to copy again.
@@ -456,4 +457,22 @@ func runOn(conn *sql.Conn, query string, own func(*driverConn, string) error) er
 		_, err = conn.ExecContext(context.Background(), query)
 	}
 	return err
+}
+
+// TimeFormat is how a time.Time argument is stored: text, in UTC, with
+// the fraction of a second it has. SQLite's date and time functions read
+// it, and since every value is in UTC with trailing zeros of the fraction
+// cut, such texts sort in time order.
+const TimeFormat = "2006-01-02 15:04:05.999999999-07:00"
+
+// timeFormats are the texts a time column is read from: TimeFormat, then
+// what SQLite's date and time functions write.
+var timeFormats = []string{
+	TimeFormat,
+	"2006-01-02T15:04:05.999999999-07:00",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04",
+	"2006-01-02T15:04",
+	"2006-01-02",
 }

@@ -140,7 +140,9 @@ func (c *connector) Connect(context.Context) (driver.Conn, error) {
 		dc.Close()
 		return nil, err
 	}
-	conn.stopped = c.stopped
+	if stopped := c.stopped; stopped != nil {
+		conn.syncFailed = func() bool { return stopped.err() != nil }
+	}
 	return conn, nil
 }
 

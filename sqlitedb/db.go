@@ -380,3 +380,31 @@ func Library() (version string, options []string, err error) {
 	}
 	return version, options, rows.Err()
 }
+
+// Stats returns the current counters.
+func (db *DB) Stats() Stats {
+	s := Stats{
+		BusyRetries:  db.busyRetries.Load(),
+		BusyErrors:   db.busyErrors.Load(),
+		Timeouts:     db.timeouts.Load(),
+		ReadWaits:    db.readWaits.Load(),
+		ReadWaitTime: time.Duration(db.readWaitNs.Load()),
+		ReadPool:     db.readDB.Stats(),
+	}
+	if db.readOnly {
+		return s
+	}
+	s.WritePool, s.Writer = db.writeDB.Stats(), db.writer.snapshot()
+	c := db.checkpointer
+	s.Checkpoints = CheckpointStats{Background: c.runs.Load(), Inline: c.inline.Load(), Restarts: c.restarts.Load(), Truncates: c.truncates.Load(), Errors: c.errors.Load()}
+	if err := db.stopped.err(); err != nil {
+		s.Checkpoints.Stopped = err.Error()
+		if n := db.stopped.forgetErrors.Load(); n > 0 {
+			s.Checkpoints.Stopped += fmt.Sprintf(" (and %d times the WAL index kept counting frames as copied: a read may meet a page the disk lost)", n)
+		}
+	}
+	if db.opts.MemoryMap || db.dsn.params.Get("vfs") == mapVFSName {
+		s.MappedDatabase, s.MappedWAL = isMapped(db.path), isMapped(db.path+"-wal")
+	}
+	return s
+}

@@ -48,6 +48,14 @@ var (
 	ErrSyncFailed = errors.New("sqlitedb: a sync of the database file failed; checkpoints are stopped until the database is opened again")
 )
 
+// The ends of a wait for the turn among processes (processQueue.wait):
+// errTurnNotYet, the turn did not come before the wait's deadline;
+// errTurnGivenUp, the waiter's caller left before it came.
+var (
+	errTurnNotYet  = errors.New("the turn did not come")
+	errTurnGivenUp = errors.New("gave up the turn")
+)
+
 type timeoutError struct{}
 
 func (timeoutError) Error() string        { return "sqlitedb: timed out waiting for a turn" }

@@ -285,24 +285,6 @@ func (r *Rows) integer(i int, t byte, d *int64) error {
 	return nil
 }
 
-// TimeFormat is how a time.Time argument is stored: text, in UTC, with
-// the fraction of a second it has. SQLite's date and time functions read
-// it, and since every value is in UTC with trailing zeros of the fraction
-// cut, such texts sort in time order.
-const TimeFormat = "2006-01-02 15:04:05.999999999-07:00"
-
-// timeFormats are the texts a time column is read from: TimeFormat, then
-// what SQLite's date and time functions write.
-var timeFormats = []string{
-	TimeFormat,
-	"2006-01-02T15:04:05.999999999-07:00",
-	"2006-01-02 15:04:05.999999999",
-	"2006-01-02T15:04:05.999999999",
-	"2006-01-02 15:04",
-	"2006-01-02T15:04",
-	"2006-01-02",
-}
-
 // timeAt is column i, of type t, as a time: text in one of timeFormats (a
 // trailing "Z" is UTC), or an integer of Unix seconds.
 func (r *Rows) timeAt(i int, t byte) (time.Time, error) {

@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -88,15 +89,9 @@ type writer struct {
 		conn  *sql.Conn
 		batch []*pendingWrite
 	}
-	// turn is this process's turn among the processes writing the file,
-	// while it holds one: its ticket, and how many more transactions it
-	// may run in it. Writer goroutine only.
-	turn struct {
-		held   bool
-		queue  *processQueue // the queue the turn is of
-		ticket int64
-		left   int
-	}
+	// turn is this process's turn among the processes writing the file
+	// (turn.go). Writer goroutine only.
+	turn procTurn
 
 	// goid is the writer goroutine's id (run sets it); running is the
 	// write whose function runs on it now (nil: none). A Write called
@@ -254,15 +249,15 @@ func (wr *writer) run() {
 			// picks at random among the ready ones: what is still
 			// queued runs first (only this goroutine takes from the
 			// queues, so a length above 0 is a write to take).
-			if len(wr.queue)+len(wr.coalesced) > 0 {
+			if wr.waiting() > 0 {
 				continue
 			}
-			wr.endTurn()
+			wr.turn.end()
 			returned = true
 			return
 		}
-		if wr.turn.held && wr.turnOver() {
-			wr.endTurn()
+		if wr.turn.held && wr.turn.over(wr.waiting()) {
+			wr.turn.end()
 		}
 	}
 }
@@ -755,7 +750,7 @@ func (wr *writer) close() {
 // noteDepth records the queues' length after a write joined them,
 // for MaxDepth.
 func (wr *writer) noteDepth() {
-	d := len(wr.queue) + len(wr.coalesced)
+	d := wr.waiting()
 	wr.count(func(s *WriterStats) { s.MaxDepth = max(s.MaxDepth, d) })
 }
 
@@ -771,10 +766,54 @@ func (wr *writer) snapshot() WriterStats {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	s := wr.stats
-	s.Depth = len(wr.queue) + len(wr.coalesced)
+	s.Depth = wr.waiting()
 	return s
 }
 
 // insideWrite is the key of the value the writer puts in a write's
 // context: the DB it runs on.
 type insideWrite struct{}
+
+// waiting is how many writes wait in the queues now.
+func (wr *writer) waiting() int { return len(wr.queue) + len(wr.coalesced) }
+
+// takeTurn waits for this process's turn among the processes writing the
+// file (procTurn.take), if they queue, up to deadline or until leave is
+// closed, and counts the wait; a queue that failed is counted (and turned
+// off, if for good), and the write goes on without a turn.
+func (wr *writer) takeTurn(leave <-chan struct{}, deadline time.Time) error {
+	q := wr.cfg.procQueue
+	if q == nil {
+		return nil
+	}
+	waited, queueErr, err := wr.turn.take(q, wr.waiting(), leave, deadline, wr.cfg.timeout)
+	if waited > 0 {
+		wr.count(func(s *WriterStats) {
+			s.TurnWaits++
+			s.TurnWaited += waited
+			s.MaxTurnWait = max(s.MaxTurnWait, waited)
+		})
+	}
+	if queueErr != nil {
+		wr.queueFailed(queueErr)
+	}
+	return err
+}
+
+// queueFailed counts a transaction that goes on without a turn because
+// the queue failed (err), and turns the queue off if err says it is off
+// for good: the writer polls for SQLite's lock from then on, and Stats
+// and the log say why.
+func (wr *writer) queueFailed(err error) {
+	off := errors.Is(err, errQueueOff)
+	if off {
+		wr.cfg.procQueue = nil
+		slog.Warn("sqlitedb: the queue across processes turned off; the writers poll for the lock", "err", err)
+	}
+	wr.count(func(s *WriterStats) {
+		s.QueueErrors++
+		if off {
+			s.Queue = "off: " + err.Error()
+		}
+	})
+}
