@@ -21,9 +21,9 @@ type procTurn struct {
 }
 
 // take waits for this process's turn to write, in q, up to deadline or
-// until leave is closed; waiting is how many writes of this process wait
-// now. A turn, once come, is kept for the transactions of the writes that
-// were waiting when it came, and for later ones while no other process
+// until leave is closed; waiting says how many writes of this process
+// wait now. A turn, once come, is kept for the transactions of the writes
+// that were waiting when it came (those that came during the wait too), and for later ones while no other process
 // has asked for it (see over): each process is served in the order it
 // asked, and the turn changes hands once per round instead of once per
 // transaction, which costs a wake-up of another process each time.
@@ -35,7 +35,7 @@ type procTurn struct {
 // turn to end (0: it did not wait). err is the write's: ErrTimeout when
 // the turn did not come by deadline (timeout is Options.Timeout, for the
 // message), errTurnGivenUp when leave was closed first.
-func (t *procTurn) take(q *processQueue, waiting int, leave <-chan struct{}, deadline time.Time, timeout time.Duration) (waited time.Duration, queueErr, err error) {
+func (t *procTurn) take(q *processQueue, waiting func() int, leave <-chan struct{}, deadline time.Time, timeout time.Duration) (waited time.Duration, queueErr, err error) {
 	if t.held {
 		if !q.replaced() {
 			t.left--
@@ -54,7 +54,7 @@ func (t *procTurn) take(q *processQueue, waiting int, leave <-chan struct{}, dea
 	}
 	switch {
 	case err == nil:
-		t.held, t.queue, t.ticket, t.left = true, q, ticket, waiting
+		t.held, t.queue, t.ticket, t.left = true, q, ticket, waiting()
 		return waited, nil, nil
 	case errors.Is(err, errTurnNotYet):
 		q.release(ticket)

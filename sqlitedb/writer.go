@@ -786,7 +786,7 @@ func (wr *writer) takeTurn(leave <-chan struct{}, deadline time.Time) error {
 	if q == nil {
 		return nil
 	}
-	waited, queueErr, err := wr.turn.take(q, wr.waiting(), leave, deadline, wr.cfg.timeout)
+	waited, queueErr, err := wr.turn.take(q, wr.waiting, leave, deadline, wr.cfg.timeout)
 	if waited > 0 {
 		wr.count(func(s *WriterStats) {
 			s.TurnWaits++
