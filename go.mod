@@ -12,8 +12,8 @@ require (
 	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/klauspost/compress v1.18.0
-	github.com/loremnews/loremnews/sqlitedb v0.3.0
-	github.com/loremnews/loremnews/sqlitedb/sqlitedbprom v0.3.0
+	github.com/loremnews/loremnews/sqlitedb v0.4.0
+	github.com/loremnews/loremnews/sqlitedb/sqlitedbprom v0.4.0
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/mileusna/useragent v1.3.5
 	github.com/mtibben/confusables v0.0.0-20210201002637-9d1b0723b659

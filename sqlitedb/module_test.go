@@ -21,7 +21,7 @@ func TestImportedByAModuleOfItsOwn(t *testing.T) {
 	}
 	dir := t.TempDir()
 	files := map[string]string{
-		"go.mod": "module example.com/service\n\ngo 1.25\n\nrequire github.com/loremnews/loremnews/sqlitedb v0.3.0\n\n" +
+		"go.mod": "module example.com/service\n\ngo 1.25\n\nrequire github.com/loremnews/loremnews/sqlitedb v0.4.0\n\n" +
 			"require " + bindingRequirement(t, pkgDir) + " // indirect\n\n" +
 			"replace github.com/loremnews/loremnews/sqlitedb => " + pkgDir + "\n",
 		"main.go": `package main

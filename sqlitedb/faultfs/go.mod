@@ -4,7 +4,7 @@ go 1.25
 
 require (
 	github.com/hanwen/go-fuse/v2 v2.12.1
-	github.com/loremnews/loremnews/sqlitedb v0.3.0
+	github.com/loremnews/loremnews/sqlitedb v0.4.0
 	github.com/mattn/go-sqlite3 v1.14.53
 )
 

@@ -3,7 +3,7 @@ module github.com/loremnews/loremnews/sqlitedb/sqlitedbprom
 go 1.25
 
 require (
-	github.com/loremnews/loremnews/sqlitedb v0.3.0
+	github.com/loremnews/loremnews/sqlitedb v0.4.0
 	github.com/prometheus/client_golang v1.23.2
 )
 
