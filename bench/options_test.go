@@ -209,3 +209,27 @@ func TestWorkerSetups(t *testing.T) {
 		t.Fatalf("bad list: %v", err)
 	}
 }
+
+// A setup is served with --setup, or with --profile by a binary of a
+// commit from before --setup had its name: --compare serves those too.
+func TestSetupFlagFollowsTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	fake := func(name, help string) string {
+		path := filepath.Join(dir, name)
+		script := "#!/bin/sh\nprintf '%s\\n' '" + help + "'\n"
+		if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, c := range []struct{ binary, want string }{
+		{fake("old", "  --profile NAME  connection setup NAME"), "--profile"},
+		{fake("new", "  --setup NAME  SQLite setup NAME\n  --profile NAME  the same as --setup"), "--setup"},
+		{filepath.Join(dir, "missing"), "--setup"},
+		{"", "--setup"},
+	} {
+		if got := setupFlag(c.binary); got != c.want {
+			t.Errorf("setupFlag(%s) = %s, want %s", c.binary, got, c.want)
+		}
+	}
+}

@@ -422,7 +422,7 @@ func (r *Report) setupLines() []string {
 		if s.Setup.Binary != "" {
 			bin = filepath.Base(s.Setup.Binary)
 		}
-		args := strings.Join(append([]string{"serve", "--setup", s.Setup.SQLiteSetup}, s.Setup.ServeArgs...), " ")
+		args := strings.Join(append([]string{"serve", setupFlag(s.Setup.Binary), s.Setup.SQLiteSetup}, s.Setup.ServeArgs...), " ")
 		line := fmt.Sprintf("%s: %s %s; SQLite %s.", s.Setup.Name, bin, args, s.SQLite)
 		if s.Setup.Postgres {
 			args = strings.Join(append([]string{"serve", "--db", "postgres://…"}, s.Setup.ServeArgs...), " ")

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/loremnews/loremnews/internal/serveproc"
@@ -33,6 +34,29 @@ func seedDatabase(ctx context.Context, s Setup, dbPath string, cfg Config) error
 	return nil
 }
 
+// setupFlags caches setupFlag's answer for each binary.
+var setupFlags sync.Map
+
+// setupFlag is the flag with which binary's serve takes the SQLite setup:
+// --setup, or --profile for a binary built before --setup had its name
+// (--compare serves binaries of earlier commits; a newer one takes both).
+// A binary that cannot be asked (a report rendered again elsewhere) is
+// taken to be a newer one.
+func setupFlag(binary string) string {
+	if binary == "" {
+		return "--setup"
+	}
+	if f, ok := setupFlags.Load(binary); ok {
+		return f.(string)
+	}
+	flag := "--setup"
+	if out, err := exec.Command(binary, "serve", "--help").CombinedOutput(); err == nil && !strings.Contains(string(out), "-setup") && strings.Contains(string(out), "-profile") {
+		flag = "--profile"
+	}
+	setupFlags.Store(binary, flag)
+	return flag
+}
+
 // startServer starts the setup's server on a free loopback port, its log
 // going to logPath, and waits until /up answers 200.
 func startServer(ctx context.Context, s Setup, dbPath, logPath string) (*server, error) {
@@ -42,7 +66,7 @@ func startServer(ctx context.Context, s Setup, dbPath, logPath string) (*server,
 	}
 	args := append([]string{"--db", dsn, "--benchmarking", "--log-level", "warn"}, s.ServeArgs...)
 	if s.SQLiteSetup != "" && !s.Postgres {
-		args = append(args, "--setup", s.SQLiteSetup)
+		args = append(args, setupFlag(s.Binary), s.SQLiteSetup)
 	}
 	if s.Workers > 1 {
 		args = append(args, "--workers", fmt.Sprint(s.Workers))
