@@ -31,6 +31,6 @@ func (*processQueue) wait(int64, time.Time, <-chan struct{}) (bool, error) {
 	return false, errQueueUnavailable
 }
 func (*processQueue) waitingAfter(int64) bool { return false }
-func (*processQueue) replaced() bool           { return false }
+func (*processQueue) replaced() bool          { return false }
 func (*processQueue) release(int64)           {}
 func (*processQueue) close()                  {}
