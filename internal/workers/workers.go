@@ -70,7 +70,7 @@ func New(cfg Config) (*Cluster, error) {
 	removeStaleDirs(cfg.Log)
 	dir, err := os.MkdirTemp("", dirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
-		return nil, fmt.Errorf("--workers: %w", err)
+		return nil, fmt.Errorf("workers: the directory of their metrics sockets: %w", err)
 	}
 	return &Cluster{cfg: cfg, dir: dir,
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "loremnews_worker_restarts_total", Help: "Worker processes started again after one exited."}),
