@@ -18,7 +18,7 @@ func RenderUserPage(w io.Writer, u *loremnews.User, posts []*loremnews.Post, com
 }
 
 func RenderPostPage(w io.Writer, post *loremnews.Post, comments []*loremnews.Comment) error {
-	p := &postPage{basePage: basePage{Title: post.Title, now: time.Now()}, Post: post, Comments: comments}
+	p := &postPage{basePage: basePage{Title: post.Title, Description: excerpt(post.Description, 155), now: time.Now()}, Post: post, Comments: comments}
 	return layout(&p.basePage, p.view()).Render(context.Background(), w)
 }
 

@@ -306,3 +306,11 @@ func TestTextEscapesEveryByte(t *testing.T) {
 		check(string(b))
 	}
 }
+
+func BenchmarkExcerpt(b *testing.B) {
+	desc := "A post's description, as the seed writes them:\n\nseveral sentences of lorem ipsum, dolor sit amet, consectetur adipiscing elit,\n" +
+		"sed do eiusmod tempor incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation."
+	for b.Loop() {
+		excerpt(desc, 155)
+	}
+}
