@@ -237,6 +237,39 @@ func TestExcerpt(t *testing.T) {
 	})
 }
 
+// TestExcerptIsTheTextOnOneLine: excerpt reads only as much of s as it
+// shows, and shows what its plain definition does: s's words joined by
+// single spaces (strings.Fields, so Unicode's spaces too), its bytes that
+// are not UTF-8 left out, then cut by cutAtWord if longer than n.
+func TestExcerptIsTheTextOnOneLine(t *testing.T) {
+	plain := func(s string, n int) string {
+		if len(s) > 4*n {
+			s = strings.ToValidUTF8(s[:4*n], "")
+		}
+		s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "")), " ")
+		if utf8.RuneCountInString(s) <= n {
+			return s
+		}
+		return cutAtWord(s, n-1, n-2-n/2)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	pieces := []string{"a", "lorem", "ipsum", " ", "  ", "\n", "\r\n", "\t", "\v\f", "\u00a0", "\u2003", "\u0085",
+		"é", "日本", "\U0001F600", "\xff", "\xe6\x97", "\uFFFD", "&", "<b>", ".", "x\u200by"}
+	for i := range 50000 {
+		var b strings.Builder
+		for range r.IntN(80) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		s, n := b.String(), 1+r.IntN(40)
+		if i%10 == 0 {
+			n = 155
+		}
+		if got, want := excerpt(s, n), plain(s, n); got != want {
+			t.Fatalf("excerpt(%q, %d) = %q, want %q", s, n, got, want)
+		}
+	}
+}
+
 // checkExcerpts runs cut on each case, and checks that no excerpt is
 // longer than n characters and the "…" beyond (over: 0 or 1).
 func checkExcerpts(t *testing.T, name string, cut func(string, int) string, over int, cases []excerptCase) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/a-h/templ"
@@ -74,18 +75,68 @@ func (b *basePage) description() string {
 }
 
 // excerpt is the start of s as one line of at most n characters, cut at a
-// word boundary when there is one: a page's description.
+// word boundary when there is one: a page's description. It is
+// oneLine(s, n) (the words of s joined by single spaces), cut by
+// cutAtWord when longer than n.
 func excerpt(s string, n int) string {
-	if len(s) > 4*n { // a long description: only its start matters
-		s = strings.ToValidUTF8(s[:4*n], "")
-	}
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	line, more := oneLine(s, n)
+	if !more {
+		return line
 	}
 	// n-1 characters and "…"; a word boundary counts within the last half.
-	return cutAtWord(s, n-1, n-2-n/2)
+	return cutAtWord(line, n-1, n-2-n/2)
 }
+
+// oneLine is the start of s as strings.Join(strings.Fields(s), " ") would
+// make it, without the bytes of s that are not UTF-8, built only until it
+// is longer than n characters: more reports that it was (the line then
+// holds n+1 characters and may be cut further). A description is long and
+// only its start is shown, so the rest is never looked at; and past 4n
+// bytes of s, not even the spaces that would make it longer.
+func oneLine(s string, n int) (line string, more bool) {
+	if len(s) > 4*n {
+		s = s[:4*n]
+	}
+	b := make([]byte, 0, min(len(s), 4*(n+1)))
+	chars, space := 0, false
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			i++
+			if asciiSpace[c] {
+				space = len(b) > 0
+				continue
+			}
+			if space {
+				b = append(b, ' ')
+				chars, space = chars+1, false
+			}
+			b = append(b, c)
+		} else {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+			if r == utf8.RuneError && size == 1 {
+				continue // not UTF-8: left out
+			}
+			if unicode.IsSpace(r) {
+				space = len(b) > 0
+				continue
+			}
+			if space {
+				b = append(b, ' ')
+				chars, space = chars+1, false
+			}
+			b = append(b, s[i-size:i]...)
+		}
+		if chars++; chars > n {
+			return string(b), true
+		}
+	}
+	return string(b), false
+}
+
+// asciiSpace marks the ASCII bytes unicode.IsSpace (and strings.Fields)
+// take for white space.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // cutAtWord is the first n characters of s, cut back to the last space or
 // line break among the final window of them if there is one (so no word
