@@ -18,13 +18,16 @@ const purgeLimitRows = 100
 
 // ReserveAttempt takes one attempt for key (loremnews.LimitStore), in one
 // write transaction: the writer's turn makes it atomic against every
-// other process on the file too.
+// other process on the file too. It is a counter, which fails only when
+// the database does, so reservations (and touches) waiting at one moment
+// share a transaction and its commit (coalesce): a site's posts and
+// comments each reserve before they write.
 func (db *DB) ReserveAttempt(ctx context.Context, key []byte, limit int, window time.Duration, now time.Time) (ok bool, retryAfter time.Duration, err error) {
 	if limit < 1 || window <= 0 {
 		return false, 0, fmt.Errorf("reserve attempt: limit %d and window %v must be positive", limit, window)
 	}
 	n, end := now.UnixNano(), now.Add(window).UnixNano()
-	err = db.write(ctx, func(ctx context.Context, tx Execer) error {
+	err = db.coalesce(ctx, func(ctx context.Context, tx Execer) error {
 		ok, retryAfter = false, 0
 		// A new key, or one whose window has ended, starts a window with
 		// this attempt; a key under its limit counts one more; a key at
@@ -59,9 +62,10 @@ func (db *DB) ReserveAttempt(ctx context.Context, key []byte, limit int, window 
 	return ok, retryAfter, nil
 }
 
-// ReleaseAttempt gives back one attempt of key (loremnews.LimitStore).
+// ReleaseAttempt gives back one attempt of key (loremnews.LimitStore), a
+// coalesced write as ReserveAttempt.
 func (db *DB) ReleaseAttempt(ctx context.Context, key []byte) error {
-	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
+	err := db.coalesce(ctx, func(ctx context.Context, tx Execer) error {
 		_, err := tx.Exec(ctx, `UPDATE rate_limits SET attempts = attempts - 1 WHERE key = ? AND attempts > 0`, key)
 		return err
 	})

@@ -63,9 +63,11 @@ func (db *DB) FindSessionByTokenDigest(ctx context.Context, digest []byte, limit
 	return &s, u, nil
 }
 
-// TouchSession records that the session's browser was seen now.
+// TouchSession records that the session's browser was seen now: a touch,
+// which fails only when the database does, so it shares a transaction
+// with the touches and reservations waiting at the same moment.
 func (db *DB) TouchSession(ctx context.Context, s *loremnews.Session) error {
-	err := db.write(ctx, func(ctx context.Context, tx Execer) error {
+	err := db.coalesce(ctx, func(ctx context.Context, tx Execer) error {
 		now := db.now()
 		if _, err := tx.Exec(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, nanotime.Value(now), s.ID); err != nil {
 			return err
