@@ -37,10 +37,11 @@ func Errorf(code, format string, args ...any) *Error {
 // ErrorCode returns the code of the *Error in err's chain, EINTERNAL for any
 // other error, and "" for nil.
 func ErrorCode(err error) string {
-	var e *Error
 	if err == nil {
-		return ""
-	} else if errors.As(err, &e) {
+		return "" // before e, which escapes: no allocation for no error
+	}
+	var e *Error
+	if errors.As(err, &e) {
 		return e.Code
 	}
 	return EINTERNAL
@@ -49,10 +50,11 @@ func ErrorCode(err error) string {
 // ErrorMessage returns the user-safe message of the *Error in err's chain, or
 // a generic message for internal errors, whose text may reveal internals.
 func ErrorMessage(err error) string {
-	var e *Error
 	if err == nil {
 		return ""
-	} else if errors.As(err, &e) {
+	}
+	var e *Error
+	if errors.As(err, &e) {
 		return e.Message
 	}
 	return "Internal error."

@@ -147,6 +147,9 @@ type driverConn struct {
 	// failed (the DB's fail-stop): once one has, Close keeps SQLite from
 	// checkpointing at close.
 	syncFailed func() bool
+	// fill is where lite_fill says how much of query's buffer it used and
+	// needs: a field, not a local the cgo call would move to the heap.
+	fill struct{ used, need C.int64_t }
 }
 
 // newDriverConn wraps a connection go-sqlite3 opened after installOnce.

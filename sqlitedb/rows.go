@@ -91,10 +91,11 @@ func (c *driverConn) query(query string, args []any) (*Rows, error) {
 	bp := fillBuffers.Get().(*[]byte)
 	defer fillBuffers.Put(bp)
 	buf := *bp
-	var used, need C.int64_t
+	used, need := &c.fill.used, &c.fill.need
+	*used, *need = 0, 0
 	pending := C.int(0)
 	for {
-		rc := C.lite_fill(s, (*C.uchar)(unsafe.Pointer(&buf[0])), C.int64_t(len(buf)), &used, pending, &need)
+		rc := C.lite_fill(s, (*C.uchar)(unsafe.Pointer(&buf[0])), C.int64_t(len(buf)), used, pending, need)
 		if rc == C.LITE_DONE {
 			break
 		}
@@ -103,12 +104,18 @@ func (c *driverConn) query(query string, args []any) (*Rows, error) {
 			C.sqlite3_reset(s)
 			return nil, err
 		}
-		grown := make([]byte, max(2*len(buf), int(used+need)))
-		copy(grown, buf[:used])
+		grown := make([]byte, max(2*len(buf), int(*used+*need)))
+		copy(grown, buf[:*used])
 		buf, *bp, pending = grown, grown, 1
 	}
 	C.sqlite3_reset(s)
-	return &Rows{data: string(buf[:used]), ncol: int(C.sqlite3_column_count(s))}, nil
+	r := &Rows{data: string(buf[:*used]), ncol: int(C.sqlite3_column_count(s))}
+	if r.ncol <= len(r.colsIn) {
+		r.cols = r.colsIn[:r.ncol]
+	} else {
+		r.cols = make([]int32, r.ncol)
+	}
+	return r, nil
 }
 
 // Rows are the rows Rx.Query read. Next moves to the next row; Scan copies
@@ -118,15 +125,15 @@ type Rows struct {
 	pos  int     // where the next row starts in data
 	ncol int     // columns per row
 	cols []int32 // where each column of the current row starts
+	// colsIn holds cols for a query of up to 16 columns, saving it an
+	// allocation of its own.
+	colsIn [16]int32
 }
 
 // Next moves to the next row and reports whether there is one.
 func (r *Rows) Next() bool {
 	if r.pos >= len(r.data) {
 		return false
-	}
-	if r.cols == nil {
-		r.cols = make([]int32, r.ncol)
 	}
 	at := r.pos
 	for i := range r.ncol {
