@@ -123,6 +123,10 @@ type writerConfig struct {
 // maxCoalesced bounds the coalesced writes committed together.
 const maxCoalesced = 256
 
+// yieldBelow is how many coalesced writes must be queued for the writer to
+// commit them without first letting other goroutines run (runCoalesced).
+const yieldBelow = 8
+
 // busyInterval is how often a write polls for SQLite's lock while another
 // process holds it.
 const busyInterval = time.Millisecond
@@ -268,7 +272,18 @@ func (wr *writer) runWrites(w *pendingWrite) {
 }
 
 // runCoalesced commits w with the coalesced writes queued with it.
+//
+// When few are queued, the writer first lets the goroutines ready to run
+// go ahead of it (runtime.Gosched): a request about to submit its touch
+// then joins this commit instead of needing one of its own. A writer woken
+// by a single touch would otherwise commit it alone at once, and every
+// commit costs its own BEGIN, WAL frames and locks, and empties the read
+// connections' page caches. Where many wait already (a busy server), it
+// commits at once.
 func (wr *writer) runCoalesced(w *pendingWrite) {
+	if len(wr.coalesced) < yieldBelow {
+		runtime.Gosched()
+	}
 	wr.runBatch(wr.gather([]*pendingWrite{w}, wr.coalesced, maxCoalesced), coalescedTxn)
 }
 
