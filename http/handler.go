@@ -105,7 +105,8 @@ type Config struct {
 	// forgets which browsers signed in before.
 	SecretKey []byte
 	// MaxInFlight caps the requests being worked on at once (others wait
-	// their turn, first come first served); 0 means no cap.
+	// their turn, first come first served), from their body read to their
+	// response's first byte; 0 means no cap.
 	MaxInFlight int
 	// Gzip compresses HTML, CSS and text responses for clients that accept
 	// it (klauspost/compress's gzhttp). Off by default: see docs/load.md,

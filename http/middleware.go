@@ -1,10 +1,12 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -41,9 +43,16 @@ func (h *Handler) securityHeaders(next http.Handler) http.Handler {
 // wait, in arrival order (a goroutine blocked sending on a channel is queued
 // FIFO by the runtime), or leave when their client does. On a machine with
 // few cores, running every request at once shares the CPU among them all,
-// so a heavy page takes many times its own time to finish; taking turns
-// bounds that. /up and /metrics bypass the queue, so probes see a busy
-// server as alive.
+// so a heavy page takes many times its own time to finish, and the one
+// writer goroutine, which every write and touch waits for, waits behind
+// them all for a core; taking turns bounds that. /up and /metrics bypass
+// the queue, so probes see a busy server as alive.
+//
+// A slot is held only while the server works, never while it waits for a
+// client: a request's body (up to MaxBodyBytes) is read before it takes
+// one, and the slot is given back as the response's first byte is written
+// (every page is rendered whole before that), not once a slow client has
+// read it all. So clients that send or read slowly cannot fill the slots.
 func (h *Handler) admit(next http.Handler) http.Handler {
 	if h.slots == nil {
 		return next
@@ -53,15 +62,83 @@ func (h *Handler) admit(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = readAhead(w, r.Body, h.cfg.MaxBodyBytes)
+		}
 		select {
 		case h.slots <- struct{}{}:
 		case <-r.Context().Done():
 			return
 		}
-		defer func() { <-h.slots }()
-		next.ServeHTTP(w, r)
+		aw := &admittedWriter{ResponseWriter: w, slots: h.slots}
+		defer aw.leave()
+		next.ServeHTTP(aw, r)
 	})
 }
+
+// readAhead reads body whole, up to limit bytes (the limit limitBody sets
+// again for the handler), and returns a body that gives what was read and
+// then the error reading stopped at, if any (too large, too slow): the
+// handler answers those as it would have.
+func readAhead(w http.ResponseWriter, body io.ReadCloser, limit int64) io.ReadCloser {
+	data, err := io.ReadAll(http.MaxBytesReader(w, body, limit))
+	body.Close()
+	return &readBody{data: bytes.NewReader(data), err: err}
+}
+
+// readBody is a body read ahead (readAhead). It has only Read, so a
+// reader of it (io.Copy too) meets its error after the data.
+type readBody struct {
+	data *bytes.Reader
+	err  error // what the read stopped at, after the data
+}
+
+func (b *readBody) Read(p []byte) (int, error) {
+	n, err := b.data.Read(p)
+	if err == io.EOF && b.err != nil {
+		err = b.err
+	}
+	return n, err
+}
+
+func (b *readBody) Close() error { return nil }
+
+// admittedWriter gives its request's slot back at the response's first
+// byte (or header), or when the handler returns without writing.
+type admittedWriter struct {
+	http.ResponseWriter
+	slots chan struct{}
+	left  bool
+}
+
+func (w *admittedWriter) leave() {
+	if !w.left {
+		w.left = true
+		<-w.slots
+	}
+}
+
+func (w *admittedWriter) WriteHeader(code int) {
+	if code >= 200 { // not a 1xx: the response starts
+		w.leave()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *admittedWriter) Write(p []byte) (int, error) {
+	w.leave()
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush, as the writer it wraps does (http.ResponseController finds it
+// through Unwrap too).
+func (w *admittedWriter) Flush() {
+	w.leave()
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap is for http.ResponseController.
+func (w *admittedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // limitBody caps request bodies; reading past the cap fails, and the form
 // parser's error becomes a 413.
