@@ -278,10 +278,11 @@ func (wr *writer) runWrites(w *pendingWrite) {
 // then joins this commit instead of needing one of its own. A writer woken
 // by a single touch would otherwise commit it alone at once, and every
 // commit costs its own BEGIN, WAL frames and locks, and empties the read
-// connections' page caches. Where many wait already (a busy server), it
-// commits at once.
+// connections' page caches. Where many wait already (a busy server), or
+// while it holds the turn among processes (others may be waiting for it),
+// it commits at once.
 func (wr *writer) runCoalesced(w *pendingWrite) {
-	if len(wr.coalesced) < yieldBelow {
+	if len(wr.coalesced) < yieldBelow && !wr.turn.held {
 		runtime.Gosched()
 	}
 	wr.runBatch(wr.gather([]*pendingWrite{w}, wr.coalesced, maxCoalesced), coalescedTxn)
