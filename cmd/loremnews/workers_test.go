@@ -340,6 +340,7 @@ func TestWorkersShareTheLimits(t *testing.T) {
 		t.Fatalf("reload: %v\n%s", err, out)
 	}
 	pid = waitForPID(t, pidFile, pid)
+	c.serving[pid] = true
 	waitWorkers(t, pid, 4, workers)
 	stillRefused("after a reload")
 }
@@ -400,6 +401,7 @@ func TestWorkersRunOneConfiguration(t *testing.T) {
 		t.Fatalf("reload: %v\n%s", err, out)
 	}
 	pid = waitForPID(t, pidFile, pid)
+	c.serving[pid] = true
 	waitWorkers(t, pid, 4, workers)
 	if got := forms(); got[http.StatusForbidden] != 0 || got[http.StatusUnprocessableEntity] != 24 {
 		t.Errorf("after a reload: 24 forms answered %v; want 24 judged (422), none refused (403)", got)
@@ -409,8 +411,11 @@ func TestWorkersRunOneConfiguration(t *testing.T) {
 // fourWorkers is a serve --workers 4 that a test reloads.
 type fourWorkers struct {
 	base, metrics, pidFile string
-	pid                    int
-	workers                []int
+	// serving holds the parents the test's end kills: a parent a reload
+	// starts must be added, or it outlives the test.
+	serving map[int]bool
+	pid     int
+	workers []int
 }
 
 // startFourWorkers starts serve --workers 4 on db with /metrics, a pid
@@ -419,7 +424,7 @@ func startFourWorkers(t *testing.T, dir, db string, args ...string) fourWorkers 
 	t.Helper()
 	c := fourWorkers{pidFile: filepath.Join(dir, "serve.pid")}
 	logPath := filepath.Join(dir, "serve.log")
-	startReloadable(t, exec.Command(binary(t), append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--workers", "4",
+	c.serving = startReloadable(t, exec.Command(binary(t), append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--workers", "4",
 		"--metrics", "--pid-file", c.pidFile, "--log-level", "info"}, args...)...), logPath)
 	c.base = waitForLog(t, logPath, serveproc.ListeningURL)
 	c.metrics = waitForLog(t, logPath, serveproc.MetricsURL)
