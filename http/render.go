@@ -100,31 +100,25 @@ func oneLine(s string, n int) (line string, more bool) {
 	b := make([]byte, 0, min(len(s), 4*(n+1)))
 	chars, space := 0, false
 	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			i++
-			if asciiSpace[c] {
-				space = len(b) > 0
-				continue
-			}
-			if space {
-				b = append(b, ' ')
-				chars, space = chars+1, false
-			}
-			b = append(b, c)
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		i += size
+		switch {
+		case r == utf8.RuneError && size == 1:
+			continue // not UTF-8: left out
+		case r < utf8.RuneSelf && asciiSpace[r] || r >= utf8.RuneSelf && unicode.IsSpace(r):
+			space = len(b) > 0
+			continue
+		}
+		if space {
+			b = append(b, ' ')
+			chars, space = chars+1, false
+		}
+		if size == 1 {
+			b = append(b, byte(r))
 		} else {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			i += size
-			if r == utf8.RuneError && size == 1 {
-				continue // not UTF-8: left out
-			}
-			if unicode.IsSpace(r) {
-				space = len(b) > 0
-				continue
-			}
-			if space {
-				b = append(b, ' ')
-				chars, space = chars+1, false
-			}
 			b = append(b, s[i-size:i]...)
 		}
 		if chars++; chars > n {
