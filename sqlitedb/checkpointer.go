@@ -15,6 +15,36 @@ static int lite_sync_main(sqlite3 *db) {
 	return f->pMethods->xSync(f, LITE_SYNC_NORMAL);
 }
 
+// lite_wal_backlog reads, from the connection's WAL index, the WAL's size
+// in frames (mxFrame, in the first copy of the index's header: byte 16 of
+// the -shm file) and how many of them checkpoints, of any connection of
+// any process, have copied into the database file (nBackfill, byte 96) or
+// are copying now (nBackfillAttempted, byte 128: where the last checkpoint
+// that started meant to reach; SQLite sets both back to zero when the WAL
+// starts over). It takes no lock: the numbers may be a moment old, or from
+// either side of the WAL starting over, so they are a hint, not a fact. It
+// answers LITE_ERROR when the connection has no WAL index mapped, or its
+// header is not one of the version this code reads (3007000),
+// initialised. The connection must be idle and used by one thread, with
+// the WAL index open (it has checkpointed).
+static int lite_wal_backlog(sqlite3 *db, uint32_t *log, uint32_t *copied, uint32_t *copying) {
+	sqlite3_file *f = 0;
+	volatile void *index = 0;
+	int rc = lite_main_file(db, &f);
+	if (rc != LITE_OK) return rc;
+	if (f->pMethods->iVersion < 2) return LITE_ERROR;
+	rc = f->pMethods->xShmMap(f, 0, 32768, 0, &index);
+	if (rc != LITE_OK) return rc;
+	if (!index) return LITE_ERROR;
+	const char *h = (const char *)index;
+	if (__atomic_load_n((const uint32_t *)h, __ATOMIC_ACQUIRE) != 3007000) return LITE_ERROR;
+	if (__atomic_load_n((const uint8_t *)(h + 12), __ATOMIC_ACQUIRE) == 0) return LITE_ERROR;
+	*log = __atomic_load_n((const uint32_t *)(h + 16), __ATOMIC_ACQUIRE);
+	*copied = __atomic_load_n((const uint32_t *)(h + 96), __ATOMIC_ACQUIRE);
+	*copying = __atomic_load_n((const uint32_t *)(h + 128), __ATOMIC_ACQUIRE);
+	return LITE_OK;
+}
+
 */
 import "C"
 
@@ -90,6 +120,10 @@ type checkpointer struct {
 	// tried after one that readers held up.
 	nextRestart int64
 	truncates   atomic.Int64 // TRUNCATE checkpoints when idle
+	// copiedElsewhere counts signals that ran no checkpoint: another
+	// connection's checkpoint had copied the WAL already, or was copying
+	// it.
+	copiedElsewhere atomic.Int64
 	// stopped is set when a sync of the database file failed: from then on
 	// no checkpoint of this DB runs (see failStop).
 	stopped *failStop
@@ -197,7 +231,17 @@ func (c *checkpointer) run() {
 			if c.stopped.err() != nil {
 				continue
 			}
-			c.catchUp()
+			if c.runs.Load() > 0 && c.copiedAlready(false) {
+				c.copiedElsewhere.Add(1)
+				continue
+			}
+			if !c.catchUp() {
+				// Another connection held the checkpoint lock: its
+				// checkpoint copies the WAL as it is now.
+				c.copiedAlready(true)
+				c.copiedElsewhere.Add(1)
+				continue
+			}
 			c.runs.Add(1)
 			// A signal sent while this checkpoint ran is for frames it
 			// copied, or that the writer's finishing step will: answering
@@ -231,22 +275,74 @@ func (c *checkpointer) run() {
 // every commit waited for that.
 //
 // A pass that copies everything ends it: SQLite flushed the file itself.
-func (c *checkpointer) catchUp() {
+// It returns false when its first pass could not run because another
+// connection, of this process or another, was checkpointing.
+func (c *checkpointer) catchUp() (ran bool) {
 	prev := c.copied.Load()
-	for range maxPasses {
+	for i := range maxPasses {
 		log, copied, ok := c.checkpoint("PASSIVE")
-		if !ok || copied == log {
-			return
+		if !ok {
+			return i > 0 || log != -1
+		}
+		if copied == log {
+			return true
 		}
 		if !c.sync() {
-			return
+			return true
 		}
 		n := copied - prev
 		prev = copied
 		if n <= catchUpFrames {
-			return
+			return true
 		}
 	}
+	return true
+}
+
+// copiedAlready reports whether another process's checkpoint has copied
+// the WAL since this one's last, or is copying it now, to within
+// walCheckpointFrames of its end: the signal, sent because this process's
+// writer counted that many frames since its own last checkpoint, needs
+// none then. Each process using the file has a checkpointer, and each
+// counts from its own checkpoints, so without this look at what every
+// process's checkpoints did, n processes that write would copy the WAL n
+// times as often, each time flushing the database file, for the same
+// frames. It notes how far the WAL is copied, so the writer's next signal
+// comes walCheckpointFrames after that. With copying (another
+// connection's checkpoint has just been found running), it notes the
+// WAL's whole size as copied, which that checkpoint is copying.
+//
+// It reads the WAL index of the checkpointer's connection, which has
+// checkpointed before (the caller makes sure), so it has the index open. If
+// the index cannot be read, or the numbers do not fit together (read as
+// the WAL started over), it answers false, and the checkpoint runs, as it
+// did before the look.
+func (c *checkpointer) copiedAlready(copying bool) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := c.conn.Conn(ctx)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	var log, copied, attempted C.uint32_t
+	err = onOwnConn(conn, "copiedAlready", func(dc *driverConn) error {
+		if rc := C.lite_wal_backlog(dc.handle, &log, &copied, &attempted); rc != C.LITE_OK {
+			return &Error{Code: int(rc), Message: "read the WAL index"}
+		}
+		return nil
+	})
+	if attempted <= log {
+		copied = max(copied, attempted)
+	}
+	if copying && copied <= log {
+		copied = log
+	}
+	if err != nil || copied > log || int64(log-copied) >= walCheckpointFrames {
+		return false
+	}
+	c.copied.Store(int64(copied))
+	return true
 }
 
 // sync flushes the database file from the checkpointer's connection and
@@ -285,7 +381,8 @@ func (c *checkpointer) checkpoint(mode string) (log, copied int64, ok bool) {
 
 // checkpointOn runs a checkpoint on db's connection and notes how far the
 // WAL is copied. It reports the WAL's size and how much of it is copied,
-// in frames, and whether the checkpoint ran.
+// in frames, and whether the checkpoint ran; when it did not because
+// another connection was checkpointing, both sizes are -1.
 func (c *checkpointer) checkpointOn(ctx context.Context, db *sql.DB, mode string) (log, copied int64, ok bool) {
 	// busy is 1 when a reader's snapshot kept some frames from being
 	// copied: not a failure, copied says how far it got.
@@ -300,7 +397,7 @@ func (c *checkpointer) checkpointOn(ctx context.Context, db *sql.DB, mode string
 	if copied < 0 {
 		// -1: the checkpoint could not run at all (another connection
 		// was checkpointing); how far the WAL is copied is unchanged.
-		return 0, 0, false
+		return -1, -1, false
 	}
 	c.copied.Store(copied)
 	return log, copied, true

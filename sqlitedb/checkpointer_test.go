@@ -182,3 +182,56 @@ func autocheckpoint(t *testing.T, db *sqlitedb.DB) int {
 	}
 	return n
 }
+
+// Two DBs on one file (as two processes would be) each run a checkpointer
+// of their own, signalled by their own writer's count of frames since its
+// own last checkpoint. Each looks first at what the other's checkpoints
+// copied: a signal that finds the WAL copied already runs none, so the
+// file is checkpointed about as often as one DB alone would, not twice as
+// often; and the WAL still starts over, far from the hard limit, with
+// every write in the database.
+func TestTwoDBsOnOneFileCheckpointItOnceForBoth(t *testing.T) {
+	a, path := openDB(t, nil)
+	b := openMore(t, path, nil)
+	mustExec(t, a, `CREATE TABLE t (seq INTEGER PRIMARY KEY AUTOINCREMENT, n INTEGER NOT NULL, body BLOB)`)
+	// About four frames a write, in turns of 100 writes each: some 64,000
+	// frames, enough for 64 checkpoints of walCheckpointFrames.
+	const writes, turn = 16000, 100
+	var largest int64
+	for i := 0; i < writes; i += turn {
+		db := a
+		if i/turn%2 == 1 {
+			db = b
+		}
+		l, _ := writeRows(t, db, path, turn)
+		largest = max(largest, l)
+	}
+	restarts := walRestarts(t, path)
+	sa, sb := a.Stats().Checkpoints, b.Stats().Checkpoints
+	t.Logf("largest WAL seen: %d bytes; started over %d times; checkpoints %+v and %+v", largest, restarts, sa, sb)
+	if sa.Errors+sb.Errors != 0 {
+		t.Errorf("%d checkpoints failed", sa.Errors+sb.Errors)
+	}
+	if sa.CopiedElsewhere == 0 || sb.CopiedElsewhere == 0 {
+		t.Errorf("signals that found the WAL copied by the other DB: %d and %d; want some for each", sa.CopiedElsewhere, sb.CopiedElsewhere)
+	}
+	// One DB alone runs about one background checkpoint per
+	// walCheckpointFrames frames written (its catch-up passes count as
+	// one); two that each counted only their own ran about three times
+	// that.
+	if runs, most := sa.Background+sb.Background, int64(writes*4/1000*3/2); runs > most {
+		t.Errorf("%d background checkpoints for some %d frames; want at most %d", runs, writes*4, most)
+	}
+	if restarts < 1 {
+		t.Errorf("the WAL never started over in %d writes", writes)
+	}
+	if limit := int64(walHardLimit * (pageSize + 24)); largest >= limit {
+		t.Errorf("the WAL grew to %d bytes, to the hard limit's %d", largest, limit)
+	}
+	if got := queryInt(t, b, `SELECT count(*) FROM t`); got != writes {
+		t.Fatalf("%d rows after the checkpoints, want %d", got, writes)
+	}
+	if got := queryInt(t, a, `SELECT count(*) FROM pragma_integrity_check WHERE integrity_check != 'ok'`); got != 0 {
+		t.Fatal("integrity check failed")
+	}
+}

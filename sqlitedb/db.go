@@ -396,7 +396,7 @@ func (db *DB) Stats() Stats {
 	}
 	s.WritePool, s.Writer = db.writeDB.Stats(), db.writer.snapshot()
 	c := db.checkpointer
-	s.Checkpoints = CheckpointStats{Background: c.runs.Load(), Inline: c.inline.Load(), Restarts: c.restarts.Load(), Truncates: c.truncates.Load(), Errors: c.errors.Load()}
+	s.Checkpoints = CheckpointStats{Background: c.runs.Load(), Inline: c.inline.Load(), Restarts: c.restarts.Load(), Truncates: c.truncates.Load(), CopiedElsewhere: c.copiedElsewhere.Load(), Errors: c.errors.Load()}
 	if err := db.stopped.err(); err != nil {
 		s.Checkpoints.Stopped = err.Error()
 		if n := db.stopped.forgetErrors.Load(); n > 0 {

@@ -58,7 +58,12 @@
 //     of WAL, not after every checkpoint. If readers never pause and the
 //     WAL reaches 60,000 pages anyway, the writer runs one RESTART checkpoint,
 //     which waits up to 20 ms for the readers of older snapshots. Once
-//     writes stop for 2 s the WAL is truncated to zero bytes.
+//     writes stop for 2 s the WAL is truncated to zero bytes. Each DB
+//     (each process) on a file has its checkpointer; before it copies, it
+//     reads in the WAL index how far checkpoints of any process have
+//     copied the WAL, or are copying it, and copies nothing if that is
+//     within 1,000 pages of the end: n processes copy the WAL and flush
+//     the database file as often as one does, not n times as often.
 //   - Reads are SQLite's own: a pread per page. Options.MemoryMap copies
 //     pages from a memory map instead: in WAL mode a connection empties its
 //     page cache whenever another connection has committed since its last

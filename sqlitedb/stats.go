@@ -66,7 +66,11 @@ type CheckpointStats struct {
 	Inline     int64 // PASSIVE checkpoints the writer ran itself, to finish a background one
 	Restarts   int64 // RESTART checkpoints the writer ran past 60,000 WAL pages (the checkpointer fell behind, or readers never paused)
 	Truncates  int64 // TRUNCATE checkpoints once writes stopped
-	Errors     int64 // checkpoints that failed (tried again at the next signal)
+	// CopiedElsewhere counts signals to checkpoint that ran none, as
+	// another connection's checkpoint (another process's, mostly) had
+	// copied the WAL already, or was copying it.
+	CopiedElsewhere int64
+	Errors          int64 // checkpoints that failed (tried again at the next signal)
 	// Stopped, once a sync of the database file has failed, says so: no
 	// checkpoint runs any more and the WAL keeps every frame until the
 	// database is opened again (see ErrSyncFailed). Empty until then.

@@ -25,6 +25,7 @@
 //	timeouts_total                          counter  reads and writes that waited Timeout for their turn and did not run
 //	checkpoints_total{kind}                 counter  WAL checkpoints: background, inline, restart, truncate
 //	checkpoint_errors_total                 counter  checkpoints that failed (tried again later)
+//	checkpoints_copied_elsewhere_total      counter  signals to checkpoint that ran none: another process's had copied the WAL or was copying it
 //	checkpoints_stopped                     gauge    1 once a failed sync of the database file stopped every checkpoint
 //	mapped{file}                            gauge    1 if the file (database, wal) is read from a memory map
 //	pool_open_connections{pool}             gauge    open connections: read, write
@@ -49,6 +50,7 @@ type collector struct {
 	queueDepth, queueMaxDepth, writes, abandoned, commits  *prometheus.Desc
 	busyRetries, busyErrors, timeouts                      *prometheus.Desc
 	checkpoints, checkpointErrors, checkpointsStopped      *prometheus.Desc
+	copiedElsewhere                                        *prometheus.Desc
 	mapped                                                 *prometheus.Desc
 	poolOpen, poolInUse, poolWaits, poolWaitSeconds        *prometheus.Desc
 	readWaits, readWaitSeconds, writeWaitSeconds           *prometheus.Desc
@@ -76,6 +78,7 @@ func NewCollector(db *sqlitedb.DB, namespace string) prometheus.Collector {
 		busyErrors:         desc("busy_errors_total", "Reads and writes that failed with ErrBusy: the database stayed locked past Timeout."),
 		timeouts:           desc("timeouts_total", "Reads and writes that waited Timeout for their connection or their turn and did not run (ErrTimeout)."),
 		checkpoints:        desc("checkpoints_total", "WAL checkpoints, by kind: background (PASSIVE, own connection), inline (the writer finishing a background one), restart (the writer, past the hard limit), truncate (once writes stopped).", "kind"),
+		copiedElsewhere:    desc("checkpoints_copied_elsewhere_total", "Signals to checkpoint that ran none: another connection's checkpoint (another process's, mostly) had copied the WAL already, or was copying it."),
 		checkpointErrors:   desc("checkpoint_errors_total", "WAL checkpoints that failed (tried again at the next signal)."),
 		checkpointsStopped: desc("checkpoints_stopped", "1 once a sync of the database file failed: no checkpoint runs any more, the WAL keeps every frame, and opening the database again copies them (restart the process)."),
 		mapped:             desc("mapped", "1 if the file (database, wal) is read from a memory map (Options.MemoryMap).", "file"),
@@ -98,7 +101,7 @@ func NewCollector(db *sqlitedb.DB, namespace string) prometheus.Collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.queueDepth, c.queueMaxDepth, c.writes, c.abandoned, c.commits,
-		c.busyRetries, c.busyErrors, c.timeouts, c.checkpoints, c.checkpointErrors, c.checkpointsStopped, c.mapped,
+		c.busyRetries, c.busyErrors, c.timeouts, c.checkpoints, c.copiedElsewhere, c.checkpointErrors, c.checkpointsStopped, c.mapped,
 		c.poolOpen, c.poolInUse, c.poolWaits, c.poolWaitSeconds,
 		c.readWaits, c.readWaitSeconds, c.writeWaitSeconds,
 		c.writeWaitMax, c.processQueue, c.turnWaits, c.turnWaitSeconds, c.turnWaitMax, c.queueErrors,
@@ -137,6 +140,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.checkpoints, float64(k.Inline), "inline")
 	counter(c.checkpoints, float64(k.Restarts), "restart")
 	counter(c.checkpoints, float64(k.Truncates), "truncate")
+	counter(c.copiedElsewhere, float64(k.CopiedElsewhere))
 	counter(c.checkpointErrors, float64(k.Errors))
 	gauge(c.checkpointsStopped, bit(k.Stopped != ""))
 	gauge(c.mapped, bit(s.MappedDatabase), "database")

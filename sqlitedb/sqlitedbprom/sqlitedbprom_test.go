@@ -54,11 +54,11 @@ func TestCollectorDefaults(t *testing.T) {
 	work(t, db, 5)
 	c := sqlitedbprom.NewCollector(db, "test")
 
-	// 6 writer metrics, 2 busy, 4 checkpoint kinds, their errors and
-	// whether they stopped, 2 mapped files, 4 for each of the 2 pools, 2
-	// for the reads' own queue.
-	if n := testutil.CollectAndCount(c); n != 6+3+6+2+2*4+2+6 {
-		t.Errorf("CollectAndCount = %d, want %d", n, 6+3+6+2+2*4+2+6)
+	// 6 writer metrics, 2 busy, 4 checkpoint kinds, their errors, whether
+	// they stopped and the signals another's checkpoint answered, 2 mapped
+	// files, 4 for each of the 2 pools, 2 for the reads' own queue.
+	if n := testutil.CollectAndCount(c); n != 6+3+7+2+2*4+2+6 {
+		t.Errorf("CollectAndCount = %d, want %d", n, 6+3+7+2+2*4+2+6)
 	}
 	healthy := `# HELP test_sqlite_checkpoints_stopped 1 once a sync of the database file failed: no checkpoint runs any more, the WAL keeps every frame, and opening the database again copies them (restart the process).
 # TYPE test_sqlite_checkpoints_stopped gauge
