@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,6 +48,8 @@ type FS struct {
 	Dir     string // where it is mounted
 	Backing string // the directory whose files it serves: "the disk"
 	server  *fuse.Server
+	conn    string // the FUSE connection's control directory, for Abort
+	mounted atomic.Bool
 	root    *node
 }
 
@@ -77,7 +80,32 @@ func Mount(backing, dir string) (*FS, error) {
 		server.Unmount()
 		return nil, fmt.Errorf("faultfs: mount %s: %w", dir, err)
 	}
-	return &FS{Dir: dir, Backing: backing, server: server, root: root}, nil
+	f := &FS{Dir: dir, Backing: backing, server: server, root: root}
+	f.mounted.Store(true)
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err == nil {
+		// The connection is named by the mount's device number, whose
+		// major is 0: its minor.
+		minor := st.Dev&0xff | st.Dev>>12&^0xff
+		f.conn = fmt.Sprintf("/sys/fs/fuse/connections/%d", minor)
+	}
+	return f, nil
+}
+
+// Abort ends the mount's FUSE connection at once, as writing to its
+// abort file in /sys/fs/fuse/connections does: every request waiting for
+// the server fails, and later ones too. A process whose own server can no
+// longer answer (a page write-back it cannot take, at exit) can then go
+// on or end, instead of waiting for ever. For a test's watchdog; Unmount
+// is the way out otherwise. Once unmounted, it does nothing.
+func (f *FS) Abort() error {
+	if !f.mounted.Load() {
+		return nil // its connection's number may be another mount's now
+	}
+	if f.conn == "" {
+		return fmt.Errorf("faultfs: %s: its FUSE connection is not known", f.Dir)
+	}
+	return os.WriteFile(f.conn+"/abort", []byte("1"), 0)
 }
 
 // Unmount unmounts the file system; every file on it must be closed.
@@ -85,6 +113,7 @@ func (f *FS) Unmount() error {
 	var err error
 	for range 50 { // the kernel may still hold the last files for a moment
 		if err = f.server.Unmount(); err == nil {
+			f.mounted.Store(false)
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)

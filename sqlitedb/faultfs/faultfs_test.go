@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,12 +43,46 @@ func mount(t *testing.T) *faultfs.FS {
 	if err != nil {
 		testenv.Missing(t, "cannot mount FUSE here: %v", err)
 	}
+	mounts.Lock()
+	mounts.live = append(mounts.live, m)
+	mounts.Unlock()
 	t.Cleanup(func() {
 		if err := m.Unmount(); err != nil {
 			t.Error(err)
 		}
 	})
 	return m
+}
+
+// mounts are the failing disks mounted so far, for the watchdog.
+var mounts struct {
+	sync.Mutex
+	live []*faultfs.FS
+}
+
+// watchdogAfter bounds this package's tests, which take seconds: past it
+// the watchdog prints every goroutine's stack and ends the process.
+const watchdogAfter = 4 * time.Minute
+
+// watchdog, once the tests have run for watchdogAfter, prints every
+// goroutine's stack, aborts the FUSE connection of every mount (a hang
+// here is mostly the kernel waiting for this process's own file-system
+// server, which an exit would wait for too, in an unkillable state) and
+// ends the process, so that a hang is a failure with its cause in the
+// log within minutes, not a test binary left waiting for ever.
+func watchdog() {
+	time.Sleep(watchdogAfter)
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	fmt.Fprintf(os.Stderr, "faultfs tests: still running after %v; every goroutine:\n%s\n", watchdogAfter, buf)
+	mounts.Lock()
+	for _, m := range mounts.live {
+		if err := m.Abort(); err != nil {
+			fmt.Fprintln(os.Stderr, "faultfs tests:", err)
+		}
+	}
+	mounts.Unlock()
+	os.Exit(3)
 }
 
 // onDisk opens what the disk holds of the database name, after the mount
@@ -241,6 +277,7 @@ func TestMain(m *testing.M) {
 	if err := syscall.Mlockall(syscall.MCL_CURRENT | syscall.MCL_FUTURE); err != nil {
 		fmt.Fprintln(os.Stderr, "faultfs tests: mlockall:", err, "(a close may hang, see TestMain)")
 	}
+	go watchdog()
 	os.Exit(m.Run())
 }
 
@@ -358,5 +395,22 @@ func TestNoProcessQueueOnFUSE(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Abort, the watchdog's way out of a hang, ends the mount's FUSE
+// connection: the file system answers nothing more (ENOTCONN), and it
+// unmounts.
+func TestAbortEndsTheConnection(t *testing.T) {
+	m := mount(t)
+	if err := os.WriteFile(filepath.Join(m.Dir, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := os.ReadFile(filepath.Join(m.Dir, "f"))
+	if !errors.Is(err, syscall.ENOTCONN) {
+		t.Fatalf("a read after Abort: %v; want ENOTCONN", err)
 	}
 }
