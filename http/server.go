@@ -20,18 +20,12 @@ type Server struct {
 
 	mu    sync.Mutex
 	ln    net.Listener
-	conns map[net.Conn]http.ConnState // open connections (accepted, not yet closed or hijacked), by state
-	busy  int                         // of conns, those new or working on a request (not idle)
-
-	// shareAccepts, when set, is how long Accept waits before taking
-	// another connection for each connection this server is busy with
-	// (see ShareAccepts).
-	shareAccepts time.Duration
+	conns map[net.Conn]struct{} // open connections: accepted, not yet closed or hijacked
 }
 
 // NewServer wraps handler in an http.Server with sane timeouts.
 func NewServer(handler http.Handler) *Server {
-	s := &Server{conns: map[net.Conn]http.ConnState{}}
+	s := &Server{conns: map[net.Conn]struct{}{}}
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if s.draining.Load() {
@@ -54,57 +48,16 @@ func NewServer(handler http.Handler) *Server {
 	return s
 }
 
-// track keeps the set of open connections and counts the busy ones.
+// track keeps the set of open connections.
 func (s *Server) track(c net.Conn, state http.ConnState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if was, ok := s.conns[c]; ok && was != http.StateIdle {
-		s.busy--
-	}
 	switch state {
+	case http.StateNew:
+		s.conns[c] = struct{}{}
 	case http.StateClosed, http.StateHijacked:
 		delete(s.conns, c)
-		return
-	case http.StateNew, http.StateActive:
-		s.busy++
 	}
-	s.conns[c] = state
-}
-
-// busyConns is how many connections are new or working on a request now.
-func (s *Server) busyConns() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.busy
-}
-
-// ShareAccepts makes the server, before it accepts each connection, wait
-// per for each connection it is busy with (new, or working on a request;
-// idle ones do not count), up to maxAcceptWait: for servers in several
-// processes accepting on one listening socket, where every process is
-// woken by each connection that arrives and the first to run takes it. A
-// burst of connections (a client's pool opening) would otherwise go
-// mostly to one process, and with keep-alive stay there, leaving the
-// others idle; so a busier process lets the less busy ones take a new
-// connection first, as Puma's wait_for_less_busy_worker does. A
-// connection waits at most maxAcceptWait longer to be accepted, and only
-// while every process is busy. Call it before Serve.
-func (s *Server) ShareAccepts(per time.Duration) { s.shareAccepts = per }
-
-// maxAcceptWait bounds ShareAccepts's wait.
-const maxAcceptWait = 5 * time.Millisecond
-
-// sharedListener is a listener whose Accept waits as ShareAccepts says.
-type sharedListener struct {
-	net.Listener
-	s *Server
-}
-
-func (l sharedListener) Accept() (net.Conn, error) {
-	if n := l.s.busyConns(); n > 0 {
-		time.Sleep(min(time.Duration(n)*l.s.shareAccepts, maxAcceptWait))
-	}
-	return l.Listener.Accept()
 }
 
 // openConns is how many connections are open now.
@@ -120,9 +73,6 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.ln = ln
 	s.mu.Unlock()
-	if s.shareAccepts > 0 {
-		ln = sharedListener{ln, s}
-	}
 	err := s.srv.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) || s.draining.Load() && errors.Is(err, net.ErrClosed) {
 		return nil

@@ -304,7 +304,7 @@ func (c serveCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "Lorem News listening on http://%s (%s, database %s)\n", ln.Addr(), s.db.Describe(), s.db.Name())
 		return nil
 	}
-	return c.serve(ctx, s, ln, ready, restart.replaced(), false)
+	return c.serve(ctx, s, ln, ready, restart.replaced())
 }
 
 // site is what a serving process serves: its database, the handler on it,
@@ -397,14 +397,9 @@ func (c serveCommand) logSettings(log *slog.Logger) {
 
 // serve serves s on ln until ctx ends or replaced is closed (a new
 // process serves), then hands the clients over and finishes the requests
-// in flight. ready is called once it serves. shared says other processes
-// accept on ln too (the workers of a cluster): a busy one then lets the
-// others take new connections first (see lnhttp.Server.ShareAccepts).
-func (c serveCommand) serve(ctx context.Context, s *site, ln net.Listener, ready func() error, replaced <-chan struct{}, shared bool) error {
+// in flight. ready is called once it serves.
+func (c serveCommand) serve(ctx context.Context, s *site, ln net.Listener, ready func() error, replaced <-chan struct{}) error {
 	srv := lnhttp.NewServer(s.handler)
-	if shared {
-		srv.ShareAccepts(acceptWaitPerBusyConn)
-	}
 	purgeCtx, stopPurge := context.WithCancel(ctx)
 	defer stopPurge()
 	go purgeExpiredSessions(purgeCtx, s.db, s.handler.SessionLimits(), s.log)

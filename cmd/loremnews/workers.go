@@ -31,11 +31,6 @@ import (
 // all serve; then the old parent stops its workers, which finish what
 // they are answering.
 
-// acceptWaitPerBusyConn is how long a worker waits before accepting a
-// connection for each connection it is busy with, so that a burst of new
-// connections is shared among the workers (lnhttp.Server.ShareAccepts).
-const acceptWaitPerBusyConn = time.Millisecond
-
 // runWorker serves as worker n of a cluster.
 func (c serveCommand) runWorker(ctx context.Context, n string, log *slog.Logger) error {
 	lnFile, readyPipe, ok := workers.Inherited()
@@ -65,7 +60,7 @@ func (c serveCommand) runWorker(ctx context.Context, n string, log *slog.Logger)
 		go msrv.Serve(ml)
 		defer msrv.Close()
 	}
-	return c.serve(ctx, s, ln, func() error { return workers.Ready(readyPipe) }, nil, true)
+	return c.serve(ctx, s, ln, func() error { return workers.Ready(readyPipe) }, nil)
 }
 
 // runCluster prepares the database, starts the workers, says the server

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -492,65 +491,5 @@ func TestKilledParentsSocketsRemoved(t *testing.T) {
 	}
 	if _, err := os.Stat(aliveDir); err != nil {
 		t.Errorf("the running parent's (%d) directory was removed: %v", alive, err)
-	}
-}
-
-// TestWorkersShareABurstOfConnections: a pool of clients that opens its
-// connections at once (as a load generator's or a proxy's does) finds
-// them shared among serve --workers 3 (a busy worker lets the others
-// accept first) and keeps them: every worker answers some of the
-// requests. Each worker runs with its share of the CPUs (GOMAXPROCS).
-func TestWorkersShareABurstOfConnections(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: a test with processes")
-	}
-	db := filepath.Join(t.TempDir(), "burst.sqlite3")
-	seedFile(t, db, "--users", "20", "--posts", "50")
-	srv := startServer(t, db, "--benchmarking", "--workers", "3")
-	waitWorkers(t, srv.Pid(), 3, nil)
-
-	want := max(1, runtime.GOMAXPROCS(0)/3)
-	if s := os.Getenv("GOMAXPROCS"); s != "" {
-		want, _ = strconv.Atoi(s)
-	}
-	if got := metricValues(t, srv.MetricsURL, "go_sched_gomaxprocs_threads"); fmt.Sprint(got) != fmt.Sprint([]float64{float64(want), float64(want), float64(want)}) {
-		t.Errorf("the workers' GOMAXPROCS %v, want %d each", got, want)
-	}
-
-	const conns, each = 12, 40
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for range conns {
-		wg.Go(func() {
-			<-start
-			for range each {
-				resp, err := client.Post(srv.URL+"/benchmarking/post_show", "", nil)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					t.Errorf("status %d", resp.StatusCode)
-					return
-				}
-			}
-		})
-	}
-	close(start)
-	wg.Wait() // each request times out within 30 s
-	answered := map[string]float64{}
-	for _, m := range regexp.MustCompile(`(?m)^loremnews_http_request_duration_seconds_count\{[^}]*worker="(\d+)"[^}]*\} (\S+)$`).FindAllStringSubmatch(scrape(t, srv.MetricsURL), -1) {
-		v, _ := strconv.ParseFloat(m[2], 64)
-		answered[m[1]] += v
-	}
-	t.Logf("requests answered by each worker: %v", answered)
-	for _, w := range []string{"0", "1", "2"} {
-		// A worker that took one of the connections answered its 40 requests.
-		if answered[w] < each {
-			t.Errorf("worker %s answered %v requests of the %d clients' %d: it took none of their connections (%v)", w, answered[w], conns, conns*each, answered)
-		}
 	}
 }

@@ -4,8 +4,7 @@
 // starts one again that exits (kill -9 included), answers /metrics for all
 // of them, and stops them. A worker is told what it is by the environment
 // (Env: its number; MetricsEnv: the Unix socket its metrics are served
-// on, in a directory of the parent's, 0700), and given its share of the
-// CPUs (GOMAXPROCS, unless the environment sets it); its descriptor 3 is the
+// on, in a directory of the parent's, 0700); its descriptor 3 is the
 // listening socket, 4 the pipe on which it says it is ready (Inherited,
 // Ready).
 package workers
@@ -22,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,22 +95,6 @@ func (cl *Cluster) Close() error { return os.RemoveAll(cl.dir) }
 func Inherited() (listener, ready *os.File, ok bool) {
 	listener, ready = os.NewFile(3, "site listener"), os.NewFile(4, "ready pipe")
 	return listener, ready, listener != nil && ready != nil
-}
-
-// gomaxprocs is the GOMAXPROCS setting added to a worker's environment,
-// unless env sets one already: the parent's GOMAXPROCS (the CPUs it may
-// use) shared among the n workers, at least 1 each. Each worker's Go
-// scheduler otherwise assumes every CPU is its own: with more Ps than its
-// share of the CPUs, its idle Ps keep waking threads to look for work
-// (and to steal it from each other), which other processes' threads
-// then wait for.
-func gomaxprocs(env []string, n int) []string {
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "GOMAXPROCS=") {
-			return nil
-		}
-	}
-	return []string{"GOMAXPROCS=" + strconv.Itoa(max(1, runtime.GOMAXPROCS(0)/max(n, 1)))}
 }
 
 // Ready tells the parent, on the pipe Inherited gave, that this worker
@@ -233,7 +215,6 @@ func (cl *Cluster) startWorker(n int) error {
 	defer readyR.Close()
 	cmd := exec.Command(cl.cfg.Exe, cl.cfg.Args...)
 	cmd.Env = append(slices.Clip(cl.cfg.Env), Env+"="+strconv.Itoa(n), MetricsEnv+"="+cl.metricsSocket(n))
-	cmd.Env = append(cmd.Env, gomaxprocs(cl.cfg.Env, cl.cfg.N)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.ExtraFiles = []*os.File{cl.cfg.Listener, readyW}
 	// A worker outlives no parent: if this process dies, it is told to
