@@ -163,5 +163,19 @@ static inline int lite_main_file(sqlite3 *db, sqlite3_file **f) {
 	return *f && (*f)->pMethods ? LITE_OK : LITE_ERROR;
 }
 
+// lite_wal_index sets *index to the first 32 KiB region of the
+// connection's WAL index (its -shm), as the connection has it mapped,
+// and *f to its main database file. It answers LITE_ERROR when the VFS
+// has no shared memory or the region is not mapped; the connection must
+// be idle and used by one thread, with the WAL index open (it has read
+// the file or checkpointed).
+static inline int lite_wal_index(sqlite3 *db, sqlite3_file **f, volatile void **index) {
+	int rc = lite_main_file(db, f);
+	if (rc != LITE_OK) return rc;
+	if ((*f)->pMethods->iVersion < 2) return LITE_ERROR;
+	rc = (*f)->pMethods->xShmMap(*f, 0, 32768, 0, index);
+	if (rc != LITE_OK) return rc;
+	return *index ? LITE_OK : LITE_ERROR;
+}
 
 #endif

@@ -30,12 +30,8 @@ static int lite_sync_main(sqlite3 *db) {
 static int lite_wal_backlog(sqlite3 *db, uint32_t *log, uint32_t *copied, uint32_t *copying) {
 	sqlite3_file *f = 0;
 	volatile void *index = 0;
-	int rc = lite_main_file(db, &f);
+	int rc = lite_wal_index(db, &f, &index);
 	if (rc != LITE_OK) return rc;
-	if (f->pMethods->iVersion < 2) return LITE_ERROR;
-	rc = f->pMethods->xShmMap(f, 0, 32768, 0, &index);
-	if (rc != LITE_OK) return rc;
-	if (!index) return LITE_ERROR;
 	const char *h = (const char *)index;
 	if (__atomic_load_n((const uint32_t *)h, __ATOMIC_ACQUIRE) != 3007000) return LITE_ERROR;
 	if (__atomic_load_n((const uint8_t *)(h + 12), __ATOMIC_ACQUIRE) == 0) return LITE_ERROR;

@@ -17,12 +17,8 @@ package sqlitedb
 static int lite_forget_copied(sqlite3 *db) {
 	sqlite3_file *f = 0;
 	volatile void *index = 0;
-	int rc = lite_main_file(db, &f);
+	int rc = lite_wal_index(db, &f, &index);
 	if (rc != LITE_OK) return rc;
-	if (f->pMethods->iVersion < 2) return LITE_ERROR;
-	rc = f->pMethods->xShmMap(f, 0, 32768, 0, &index);
-	if (rc != LITE_OK) return rc;
-	if (!index) return LITE_ERROR;
 	// WAL_CKPT_LOCK is the WAL index's lock 1.
 	rc = f->pMethods->xShmLock(f, 1, 1, LITE_SHM_LOCK | LITE_SHM_EXCLUSIVE);
 	if (rc != LITE_OK) return rc;
