@@ -309,7 +309,9 @@ func (c *checkpointer) catchUp() (ran bool) {
 // WAL's whole size as copied, which that checkpoint is copying.
 //
 // It reads the WAL index of the checkpointer's connection, which has
-// checkpointed before (the caller makes sure), so it has the index open. If
+// checkpointed before, or just tried to (the caller makes sure): a
+// PRAGMA wal_checkpoint opens the WAL and reads its index before it asks
+// for the checkpoint lock, so the connection has the index open. If
 // the index cannot be read, or the numbers do not fit together (read as
 // the WAL started over), it answers false, and the checkpoint runs, as it
 // did before the look.
