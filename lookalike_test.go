@@ -1,6 +1,10 @@
 package loremnews
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode"
+)
 
 func TestScreenNamesLookAlike(t *testing.T) {
 	for _, tc := range []struct {
@@ -71,5 +75,23 @@ func TestTitleKey(t *testing.T) {
 		if got := TitleKey(tc.a) == TitleKey(tc.b); got != tc.same {
 			t.Errorf("TitleKey(%q) = %q, TitleKey(%q) = %q: same = %v, want %v", tc.a, TitleKey(tc.a), tc.b, TitleKey(tc.b), got, tc.same)
 		}
+	}
+}
+
+// TestNoASCIIIsInvisibleOrAMark holds hasInvisible's and stacksMarks's
+// shortcut for ASCII to Unicode's tables: no ASCII character is a format
+// character, default-ignorable, a variation selector, a line or paragraph
+// separator, or a mark, so skipping them changes no answer.
+func TestNoASCIIIsInvisibleOrAMark(t *testing.T) {
+	for r := rune(0); r < 0x80; r++ {
+		if unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Zl, unicode.Zp, unicode.M) {
+			t.Errorf("%U is in one of the tables hasInvisible or stacksMarks skips ASCII for", r)
+		}
+	}
+	if !hasInvisible("ab\u200bc") || hasInvisible("plain ASCII, tabs\tand all ~") {
+		t.Error("hasInvisible: wrong answer around the ASCII shortcut")
+	}
+	if !stacksMarks("a"+strings.Repeat("\u0301", MaxCombiningMarks+1)) || stacksMarks("a\u0301b\u0301c") {
+		t.Error("stacksMarks: wrong answer around the ASCII shortcut")
 	}
 }

@@ -110,6 +110,9 @@ func hasControl(s string, multiline bool) bool {
 // text and emoji sequences need them.
 func hasInvisible(s string) bool {
 	for _, r := range s {
+		if r < utf8.RuneSelf {
+			continue // no ASCII character is in these categories
+		}
 		if unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Zl, unicode.Zp) ||
 			r == brailleBlank || r == nullNotehead || r == khitanFiller {
 			return true
@@ -156,7 +159,7 @@ const MaxCombiningMarks = 4
 func stacksMarks(s string) bool {
 	run := 0
 	for _, r := range s {
-		if !unicode.Is(unicode.M, r) {
+		if r < utf8.RuneSelf || !unicode.Is(unicode.M, r) { // no ASCII mark
 			run = 0
 			continue
 		}
