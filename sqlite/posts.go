@@ -87,9 +87,11 @@ func queryPosts(ctx context.Context, q Querier, nm *names, tail string, id int64
 // scanned into dest, then made a value by row. Its callers point at the
 // values once the slice has stopped growing, so a listing costs a few
 // allocations, not a struct or two a row. The rows are closed once read,
-// before their callers' next statement (the names).
-func readListing[T any](rows Rows, limit int, dest []any, row func() T) ([]T, error) {
-	read := make([]T, 0, rowsHint(limit))
+// before their callers' next statement (the names). expect, the most rows
+// the caller expects (its LIMIT, or fewer where it knows better), sizes the
+// slice; more rows only make it grow.
+func readListing[T any](rows Rows, expect int, dest []any, row func() T) ([]T, error) {
+	read := make([]T, 0, rowsHint(expect))
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
@@ -341,7 +343,10 @@ func queryPostComments(ctx context.Context, q Querier, p *loremnews.Post, before
 		id, userID, created int64
 		body                string
 	)
-	read, err := readListing(rows, limit, []any{&id, &userID, &body, &created}, func() commentAndAuthor {
+	// The post's counter, read in this snapshot, bounds the page: a post
+	// with few comments (or a new one, with none) needs no room for a
+	// whole page of them.
+	read, err := readListing(rows, min(limit, max(p.CommentsCount, 0)), []any{&id, &userID, &body, &created}, func() commentAndAuthor {
 		return commentAndAuthor{
 			comment: loremnews.Comment{ID: id, PostID: p.ID, UserID: userID, Body: body, CreatedAt: nanotime.Time(created), Post: p},
 			author:  loremnews.User{ID: userID},
