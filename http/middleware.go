@@ -25,19 +25,35 @@ import (
 func (h *Handler) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
-		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("Referrer-Policy", "same-origin")
+		// The values are shared by every response, as Header.Set would
+		// store them but for a slice of its own each time: a handler may
+		// replace or add to a header (an append to a slice at its capacity
+		// copies it), never write into the shared one.
+		hd["Content-Security-Policy"] = headerCSP
+		hd["X-Content-Type-Options"] = headerNosniff
+		hd["X-Frame-Options"] = headerDeny
+		hd["Referrer-Policy"] = headerSameOrigin
 		if h.cfg.SecureCookies {
 			// Served over HTTPS (what --secure-cookies means): browsers
 			// that have seen the site once never try plain HTTP again for
 			// two years. Subdomains are left to their own servers.
-			hd.Set("Strict-Transport-Security", "max-age=63072000")
+			hd["Strict-Transport-Security"] = headerHSTS
 		}
 		next.ServeHTTP(w, r)
 	})
 }
+
+// The security headers' values (securityHeaders), each a slice at its
+// capacity.
+var (
+	headerCSP        = oneValue("default-src 'none'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	headerNosniff    = oneValue("nosniff")
+	headerDeny       = oneValue("DENY")
+	headerSameOrigin = oneValue("same-origin")
+	headerHSTS       = oneValue("max-age=63072000")
+)
+
+func oneValue(v string) []string { return []string{v}[:1:1] }
 
 // admit lets at most MaxInFlight requests be worked on at once; the rest
 // wait, in arrival order (a goroutine blocked sending on a channel is queued
