@@ -126,6 +126,9 @@ func describeOpenError(err error, readOnly bool) error {
 // if err carries none. Its low byte is the primary code (19,
 // SQLITE_CONSTRAINT).
 func ErrorCode(err error) int {
+	if err == nil { // the usual case, and errors.As's targets would escape
+		return 0
+	}
 	var se sqlite3.Error
 	if errors.As(err, &se) {
 		return int(se.ExtendedCode)
