@@ -82,6 +82,11 @@ func nameSkeleton(name string) string {
 // (full-width letters, ligatures: NFKC); titles that merely look alike
 // ("Chapter II" and "Chapter 11", "Modem" and "Modern") are two.
 func TitleKey(title string) string {
+	if isASCII(title) {
+		// NFKC leaves ASCII as it is, and folding it is lowering it: the
+		// same key without Unicode's tables (TestTitleKeyOfASCII).
+		return collapseSpace(strings.ToLower(title))
+	}
 	return collapseSpace(fold(norm.NFKC.String(title)))
 }
 

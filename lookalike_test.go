@@ -1,9 +1,13 @@
 package loremnews
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 func TestScreenNamesLookAlike(t *testing.T) {
@@ -93,5 +97,29 @@ func TestNoASCIIIsInvisibleOrAMark(t *testing.T) {
 	}
 	if !stacksMarks("a"+strings.Repeat("\u0301", MaxCombiningMarks+1)) || stacksMarks("a\u0301b\u0301c") {
 		t.Error("stacksMarks: wrong answer around the ASCII shortcut")
+	}
+}
+
+// TestTitleKeyOfASCII holds TitleKey's shortcut for ASCII titles to the
+// whole way (NFKC, fold, collapse): every ASCII character alone, between
+// letters and spaces, and random ASCII strings.
+func TestTitleKeyOfASCII(t *testing.T) {
+	whole := func(s string) string { return collapseSpace(fold(norm.NFKC.String(s))) }
+	check := func(s string) {
+		if got, want := TitleKey(s), whole(s); got != want {
+			t.Errorf("TitleKey(%q) = %q, want %q", s, got, want)
+		}
+	}
+	for r := rune(0); r < utf8.RuneSelf; r++ {
+		check(string(r))
+		check(" Ab" + string(r) + "Cd  E\t")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = byte(rng.IntN(utf8.RuneSelf))
+		}
+		check(string(b))
 	}
 }
