@@ -308,7 +308,7 @@ func (h *Handler) withSession(next http.Handler) http.Handler {
 			}
 		}
 		if st.session != nil {
-			st.csrf = h.csrfToken("session", st.session.TokenDigest)
+			h.bindCSRF(st, "session", st.session.TokenDigest)
 		} else {
 			// A visitor's forms (sign in, sign up) are bound to a random
 			// cookie of their own, so another site cannot sign a browser in
@@ -320,7 +320,7 @@ func (h *Handler) withSession(next http.Handler) http.Handler {
 				id = randomToken()
 				h.setCookie(w, csrfCookie, id, 0)
 			}
-			st.csrf = h.csrfToken("visitor", []byte(id))
+			h.bindCSRF(st, "visitor", []byte(id))
 		}
 		if c, err := r.Cookie(st.flashCookieName); err == nil {
 			if _, ok := flashes[c.Value]; ok {
@@ -358,7 +358,7 @@ func (h *Handler) form(next http.HandlerFunc) http.Handler {
 			http.Redirect(w, r, "/signin", http.StatusSeeOther)
 			return
 		}
-		if sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(state(r).csrf)) != 1 {
+		if sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(state(r).csrfToken())) != 1 {
 			h.renderError(w, r, forbidden("The form's security token is missing or out of date. Go back, reload the page and try again."))
 			return
 		}

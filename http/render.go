@@ -48,7 +48,7 @@ type basePage struct {
 	// results and link previews; empty means the site's.
 	Description string
 	CurrentUser *loremnews.User
-	CSRFToken   string
+	state       *requestState // the request's, for CSRFToken
 	Flash       string
 	// now is the handler's clock, read once for the page: every age on it
 	// ("3 hours ago") is counted from it.
@@ -56,6 +56,15 @@ type basePage struct {
 }
 
 func (b *basePage) base() *basePage { return b }
+
+// CSRFToken is the token the page's forms carry (made on first use: a
+// page without a form needs none).
+func (b *basePage) CSRFToken() string {
+	if b.state == nil {
+		return ""
+	}
+	return b.state.csrfToken()
+}
 
 const siteName = "Lorem News"
 
@@ -160,7 +169,7 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, data pageData) {
 	st := state(r)
 	b := data.base()
-	b.CurrentUser, b.CSRFToken, b.now = st.user, st.csrf, h.now()
+	b.CurrentUser, b.state, b.now = st.user, st, h.now()
 	if b.Flash == "" {
 		b.Flash = st.takeFlash(w)
 	}

@@ -35,7 +35,13 @@ const (
 type requestState struct {
 	user    *loremnews.User
 	session *loremnews.Session
-	csrf    string // the token this browser's forms must carry
+	// csrf is the token this browser's forms must carry, made from
+	// csrfKind and csrfBinding by csrfToken the first time a page or a
+	// form's check needs it: most pages a visitor reads carry no form.
+	csrf        string
+	csrfKind    string
+	csrfBinding []byte
+	csrfKey     []byte
 	flash   string
 	// sessionEnded: the browser sent a session cookie the server no
 	// longer accepts (expired, revoked, signed out elsewhere).
@@ -99,12 +105,26 @@ func tokenDigest(token string) []byte {
 	return d[:]
 }
 
+// csrfToken is the request's CSRF token (see requestState.csrf).
+func (st *requestState) csrfToken() string {
+	if st.csrf == "" && st.csrfKey != nil {
+		st.csrf = csrfToken(st.csrfKey, st.csrfKind, st.csrfBinding)
+	}
+	return st.csrf
+}
+
+// bindCSRF binds the request's CSRF token to binding, of kind ("session"
+// or "visitor"), signed with h's key; csrfToken makes it when it is needed.
+func (h *Handler) bindCSRF(st *requestState, kind string, binding []byte) {
+	st.csrf, st.csrfKind, st.csrfBinding, st.csrfKey = "", kind, binding, h.csrfKey
+}
+
 // csrfToken is an HMAC, under the server's key, of what the browser's
 // forms are bound to: its session (so a token works only for the session
 // it was issued to, and signing in issues a new one) or, for visitors, a
 // random cookie.
-func (h *Handler) csrfToken(kind string, binding []byte) string {
-	m := hmac.New(sha256.New, h.csrfKey)
+func csrfToken(key []byte, kind string, binding []byte) string {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(kind))
 	m.Write([]byte{0})
 	m.Write(binding)
