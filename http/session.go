@@ -42,7 +42,7 @@ type requestState struct {
 	csrfKind    string
 	csrfBinding []byte
 	csrfKey     []byte
-	flash   string
+	flash       string
 	// sessionEnded: the browser sent a session cookie the server no
 	// longer accepts (expired, revoked, signed out elsewhere).
 	sessionEnded bool
